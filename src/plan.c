@@ -1,6 +1,5 @@
 /* The batch planner's lifetime: create (every buffer allocated once, sized by capacity),
- * destroy, the view, the refresh and the positions the attention reads. The build itself
- * is in plan_build.c. */
+ * destroy, the view and the refresh. The build itself is in plan_build.c. */
 #include <stdlib.h>
 
 #include "cuda/plan/plan_device.h"
@@ -157,30 +156,5 @@ smla_status smla_plan_refresh(const smla_plan *plan, void *stream)
     for (int32_t i = 0; i < v->num_segments; i++)
         h->segment_seq_lens[i] = plan->seq_lens[h->segment_requests[i]] +
                                  h->segment_seq_offsets[i];
-    return SMLA_OK;
-}
-
-smla_status smla_plan_positions(smla_context *ctx, const smla_plan *plan, int64_t num_tokens,
-                                smla_positions parts[SMLA_MAX_POSITION_PARTS], int *num_parts)
-{
-    if (!plan->built)
-        return smla_fail(ctx, SMLA_ERR_VALUE, "the plan has not been built");
-    const smla_plan_view *v = &plan->view;
-    int64_t planned = (int64_t)v->num_decode_tokens + v->num_prefill_tokens;
-    if (num_tokens < planned)
-        return smla_fail(ctx, SMLA_ERR_SHAPE,
-                         "q has %lld tokens but the plan positions %lld",
-                         (long long)num_tokens, (long long)planned);
-    parts[0] = (smla_positions){.cu = v->decode_query_starts,
-                                .seq_lens = v->decode_seq_lens,
-                                .num_seqs = v->num_decodes,
-                                .token_offset = 0,
-                                .num_tokens = v->num_decode_tokens};
-    parts[1] = (smla_positions){.cu = v->segment_query_starts,
-                                .seq_lens = v->segment_seq_lens,
-                                .num_seqs = v->num_segments,
-                                .token_offset = v->num_decode_tokens,
-                                .num_tokens = num_tokens - v->num_decode_tokens};
-    *num_parts = 2;
     return SMLA_OK;
 }

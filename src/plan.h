@@ -1,5 +1,5 @@
-/* The batch planner's internals (DESIGN section 4), shared by plan.c, the CUDA plan code
- * (src/cuda/plan/), the attention validation and the tests.
+/* The batch planner's internals (DESIGN section 4), shared by plan.c, plan_build.c, the
+ * CUDA plan code (src/cuda/plan/) and the tests.
  *
  * A build computes on the host, from the host query_start_loc, everything that depends
  * only on query lengths; per segment it keeps the request and the offset
@@ -10,7 +10,7 @@
 #ifndef SMLA_PLAN_H
 #define SMLA_PLAN_H
 
-#include "problem.h"
+#include "internal.h"
 
 /* Host arrays of the host-computed parts, sized by capacity. For a host plan they are
  * also the plan's outputs (seq lens included); for a device plan they are the host_*
@@ -34,7 +34,6 @@ struct smla_plan {
     smla_plan_host_arrays host;
     void *host_block;              /* the one allocation behind host */
     const int32_t *seq_lens;       /* the last build's batch seq_lens */
-    int built;                     /* a build has succeeded */
     smla_plan_device *device;      /* device plans only */
 };
 
@@ -43,12 +42,5 @@ struct smla_plan {
  * so it can be captured in a CUDA graph; the graph keeps that seq_lens pointer. Host
  * plans: computes them now. */
 smla_status smla_plan_refresh(const smla_plan *plan, void *stream);
-
-/* The plan's token positions as the attention consumes them: part 0 the decode
- * requests (tokens [0, num_decode_tokens)), part 1 the prefill segments (the tokens
- * after them; rows past the last segment are padding). num_tokens is the attention's T,
- * at least the plan's token count. */
-smla_status smla_plan_positions(smla_context *ctx, const smla_plan *plan, int64_t num_tokens,
-                                smla_positions parts[SMLA_MAX_POSITION_PARTS], int *num_parts);
 
 #endif

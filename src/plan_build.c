@@ -160,7 +160,6 @@ static void write_plan(smla_plan *plan, const smla_batch *batch, const batch_sha
     v->max_segment_len = max_len;
     v->segment_cap = shape->segment_cap;
     plan->seq_lens = batch->seq_lens;
-    plan->built = 1;
 }
 
 smla_status smla_plan_build(smla_plan *plan, const smla_batch *batch, void *stream)
@@ -193,10 +192,8 @@ smla_status smla_plan_build(smla_plan *plan, const smla_batch *batch, void *stre
     }
     write_plan(plan, batch, &shape);
     st = smla_plan_device_upload(plan, stream);
-    if (st != SMLA_OK) {
-        plan->built = 0; /* the device buffers no longer match the host view */
+    if (st != SMLA_OK)
         return st;
-    }
 #endif
     return smla_succeed(ctx);
 }
