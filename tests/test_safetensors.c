@@ -88,7 +88,7 @@ static void test_round_trips(smla_rng *rng)
         random_file_make(&f, rng, 1);
         void *bytes;
         size_t size;
-        smla_st_error err;
+        smla_tool_error err;
         CHECK_STATUS(smla_st_encode(f.tensors, f.num_tensors, f.metadata, f.num_metadata,
                                     &bytes, &size, &err),
                      SMLA_OK);
@@ -114,7 +114,7 @@ static void test_disk_round_trip(smla_rng *rng)
     close(fd);
     random_file f;
     random_file_make(&f, rng, 0);
-    smla_st_error err;
+    smla_tool_error err;
     CHECK_STATUS(smla_st_write_file(path, f.tensors, f.num_tensors, f.metadata, f.num_metadata,
                                     &err),
                  SMLA_OK);
@@ -149,7 +149,7 @@ static void expect_malformed(const char *header, size_t data_bytes, const char *
     size_t size;
     unsigned char *bytes = raw_file(header, data_bytes, &size);
     smla_st_file file;
-    smla_st_error err;
+    smla_tool_error err;
     err.message[0] = '\0';
     smla_status st = smla_st_parse(bytes, size, &file, &err);
     if (st != SMLA_ERR_FILE_FORMAT || !strstr(err.message, needle)) {
@@ -200,7 +200,8 @@ static void test_malformed_headers(void)
                      1, "'a': shape[0]");
     expect_malformed("{\"a\": {\"dtype\": \"U8\", \"shape\": [1, 1.5], \"data_offsets\": [0, 1]}}",
                      1, "'a': shape[1]");
-    expect_malformed("{\"a\": {\"dtype\": \"U8\", \"shape\": [1, \"2\"], \"data_offsets\": [0, 2]}}",
+    expect_malformed("{\"a\": {\"dtype\": \"U8\", \"shape\": [1, \"2\"], "
+                     "\"data_offsets\": [0, 2]}}",
                      2, "'a': shape[1]");
     expect_malformed("{\"a\": {\"dtype\": \"U8\", \"shape\": [1e300], \"data_offsets\": [0, 1]}}",
                      1, "'a': shape[0]");
@@ -244,7 +245,7 @@ static void test_malformed_headers(void)
 static void expect_parse(const void *bytes, size_t size, smla_status want, const char *needle)
 {
     smla_st_file file;
-    smla_st_error err;
+    smla_tool_error err;
     err.message[0] = '\0';
     smla_status st = smla_st_parse(bytes, size, &file, &err);
     if (st != want || !strstr(err.message, needle)) {
@@ -302,7 +303,8 @@ static void test_truncation_and_corruption(smla_rng *rng)
             memcpy(copy, bytes, size);
             int flips = (int)smla_rng_range(rng, 1, 4);
             for (int j = 0; j < flips; j++)
-                copy[smla_rng_range(rng, 0, (int64_t)size - 1)] = (unsigned char)smla_rng_next(rng);
+                copy[smla_rng_range(rng, 0, (int64_t)size - 1)] =
+                    (unsigned char)smla_rng_next(rng);
             smla_st_file file;
             smla_status st = smla_st_parse(copy, size, &file, NULL);
             CHECK(st == SMLA_OK || st == SMLA_ERR_FILE_FORMAT);
@@ -324,7 +326,7 @@ static void expect_unwritable(const smla_st_tensor *tensors, size_t n,
 {
     void *bytes = NULL;
     size_t size = 0;
-    smla_st_error err;
+    smla_tool_error err;
     err.message[0] = '\0';
     smla_status st = smla_st_encode(tensors, n, meta, nmeta, &bytes, &size, &err);
     if (st != want || !strstr(err.message, needle)) {

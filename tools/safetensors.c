@@ -2,7 +2,6 @@
 #include "safetensors.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +19,6 @@ static const struct {
     {"BF16", SMLA_DTYPE_BF16}, {"F8_E4M3", SMLA_DTYPE_FP8_E4M3}, {"F32", SMLA_DTYPE_F32},
     {"I32", SMLA_DTYPE_I32},   {"U8", SMLA_DTYPE_U8},
 };
-
-smla_status smla_st_fail(smla_st_error *error, smla_status status, const char *fmt, ...)
-{
-    if (error) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(error->message, sizeof error->message, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
 
 const char *smla_st_dtype_name(smla_dtype dtype)
 {
@@ -95,12 +83,12 @@ static int compare_names(const void *a, const void *b)
 
 /* Fails with status on the first name that occurs twice (names is reordered). */
 static smla_status check_unique(const char **names, size_t count, const char *what,
-                                smla_status status, smla_st_error *error)
+                                smla_status status, smla_tool_error *error)
 {
     qsort(names, count, sizeof *names, compare_names);
     for (size_t i = 1; i < count; i++)
         if (!strcmp(names[i - 1], names[i]))
-            return smla_st_fail(error, status, "duplicate %s '" NAME_SHOWN "'", what, names[i]);
+            return smla_tool_fail(error, status, "duplicate %s '" NAME_SHOWN "'", what, names[i]);
     return SMLA_OK;
 }
 
@@ -118,12 +106,12 @@ static int compare_spans(const void *a, const void *b)
     return (x->end > y->end) - (x->end < y->end);
 }
 
-static smla_status check_no_overlap(span *spans, size_t count, smla_st_error *error)
+static smla_status check_no_overlap(span *spans, size_t count, smla_tool_error *error)
 {
     qsort(spans, count, sizeof *spans, compare_spans);
     for (size_t i = 1; i < count; i++)
         if (spans[i].begin < spans[i - 1].end)
-            return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                 "tensors '" NAME_SHOWN "' and '" NAME_SHOWN
                                 "' overlap in the data region",
                                 spans[i - 1].name, spans[i].name);
@@ -131,14 +119,14 @@ static smla_status check_no_overlap(span *spans, size_t count, smla_st_error *er
 }
 
 static smla_status parse_dtype(const char *name, const cJSON *item, smla_dtype *dtype,
-                               smla_st_error *error)
+                               smla_tool_error *error)
 {
     if (!cJSON_IsString(item))
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': dtype is not a string", name);
     *dtype = dtype_parse(item->valuestring);
     if (*dtype == SMLA_DTYPE_INVALID)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': unsupported dtype '%.32s' "
                             "(supported: BF16, F8_E4M3, F32, I32, U8)",
                             name, item->valuestring);
@@ -146,20 +134,20 @@ static smla_status parse_dtype(const char *name, const cJSON *item, smla_dtype *
 }
 
 static smla_status parse_shape(const char *name, const cJSON *item, smla_st_tensor *t,
-                               smla_st_error *error)
+                               smla_tool_error *error)
 {
     if (!cJSON_IsArray(item))
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': shape is not an array", name);
     int ndim = 0;
     for (const cJSON *dim = item->child; dim; dim = dim->next) {
         uint64_t size;
         if (ndim == SMLA_ST_MAX_DIMS)
-            return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                 "tensor '" NAME_SHOWN "': more than %d dimensions", name,
                                 SMLA_ST_MAX_DIMS);
         if (!json_uint(dim, &size))
-            return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                 "tensor '" NAME_SHOWN "': shape[%d] is not a non-negative "
                                 "integer below 2^53",
                                 name, ndim);
@@ -170,11 +158,11 @@ static smla_status parse_shape(const char *name, const cJSON *item, smla_st_tens
 }
 
 static smla_status parse_offsets(const char *name, const cJSON *item, span *s,
-                                 smla_st_error *error)
+                                 smla_tool_error *error)
 {
     if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2 ||
         !json_uint(item->child, &s->begin) || !json_uint(item->child->next, &s->end))
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': data_offsets is not a pair of "
                             "non-negative integers",
                             name);
@@ -184,13 +172,13 @@ static smla_status parse_offsets(const char *name, const cJSON *item, span *s,
 /* One header entry {"dtype", "shape", "data_offsets"} -> tensor t and its span. */
 static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
                                 size_t data_size, smla_st_tensor *t, span *s,
-                                smla_st_error *error)
+                                smla_tool_error *error)
 {
     const char *name = entry->string;
     if (!name[0])
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT, "a tensor has an empty name");
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, "a tensor has an empty name");
     if (!cJSON_IsObject(entry))
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': header entry is not an object", name);
     const cJSON *fields[3] = {NULL, NULL, NULL};
     static const char *const field_names[3] = {"dtype", "shape", "data_offsets"};
@@ -199,18 +187,18 @@ static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
         while (k < 3 && strcmp(f->string, field_names[k]))
             k++;
         if (k == 3)
-            return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                 "tensor '" NAME_SHOWN "': unknown field '%.32s'", name,
                                 f->string);
         if (fields[k])
-            return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                 "tensor '" NAME_SHOWN "': duplicate field '%s'", name,
                                 field_names[k]);
         fields[k] = f;
     }
     for (int k = 0; k < 3; k++)
         if (!fields[k])
-            return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                 "tensor '" NAME_SHOWN "': missing field '%s'", name,
                                 field_names[k]);
     smla_status st;
@@ -219,20 +207,20 @@ static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
         (st = parse_offsets(name, fields[2], s, error)) != SMLA_OK)
         return st;
     if (s->begin > s->end)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': data_offsets begin %llu > end %llu",
                             name, (unsigned long long)s->begin, (unsigned long long)s->end);
     if (s->end > data_size)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': data_offsets end %llu is past the %zu "
                             "bytes of the data region (truncated file?)",
                             name, (unsigned long long)s->end, data_size);
     size_t nbytes;
     if (!smla_st_tensor_bytes(t->dtype, t->ndim, t->shape, &nbytes))
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': byte size of its shape overflows", name);
     if (nbytes != s->end - s->begin)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "tensor '" NAME_SHOWN "': data_offsets hold %llu bytes but its "
                             "%s shape needs %zu",
                             name, (unsigned long long)(s->end - s->begin),
@@ -245,10 +233,10 @@ static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
 }
 
 static smla_status parse_metadata(const cJSON *entry, smla_st_file *file,
-                                  smla_st_error *error)
+                                  smla_tool_error *error)
 {
     if (!cJSON_IsObject(entry))
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT, METADATA_KEY " is not an object");
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, METADATA_KEY " is not an object");
     size_t count = 0;
     for (const cJSON *m = entry->child; m; m = m->next)
         count++;
@@ -256,12 +244,12 @@ static smla_status parse_metadata(const cJSON *entry, smla_st_file *file,
     const char **keys = calloc(count ? count : 1, sizeof *keys);
     if (!file->metadata || !keys) {
         free(keys);
-        return smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for the metadata");
+        return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for the metadata");
     }
     smla_status st = SMLA_OK;
     for (const cJSON *m = entry->child; m && st == SMLA_OK; m = m->next) {
         if (!cJSON_IsString(m)) {
-            st = smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+            st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                               "metadata '" NAME_SHOWN "' is not a string", m->string);
             break;
         }
@@ -277,30 +265,30 @@ static smla_status parse_metadata(const cJSON *entry, smla_st_file *file,
 
 /* Parses the JSON text of the header, which must be one object followed only by spaces. */
 static smla_status parse_json(const unsigned char *text, size_t length, cJSON **root,
-                              smla_st_error *error)
+                              smla_tool_error *error)
 {
     /* A NUL-terminated copy with slack: cJSON then never reads past our allocation, even
      * if a header is cut inside an escape sequence. */
     char *copy = calloc(length + 16, 1);
     if (!copy)
-        return smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY,
+        return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY,
                             "out of memory for a %zu-byte header", length);
     memcpy(copy, text, length);
     const char *end = NULL;
     *root = cJSON_ParseWithOpts(copy, &end, 0);
     smla_status st = SMLA_OK;
     if (!*root) {
-        st = smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                           "header is not valid JSON (error near header byte %td)",
                           end ? end - copy : (ptrdiff_t)0);
     } else {
         for (const char *p = end; p < copy + length && st == SMLA_OK; p++)
             if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-                st = smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+                st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                                   "header has bytes after its JSON object (header byte %td)",
                                   p - copy);
         if (st == SMLA_OK && !cJSON_IsObject(*root))
-            st = smla_st_fail(error, SMLA_ERR_FILE_FORMAT, "header is not a JSON object");
+            st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, "header is not a JSON object");
     }
     free(copy);
     return st;
@@ -308,7 +296,7 @@ static smla_status parse_json(const unsigned char *text, size_t length, cJSON **
 
 /* Fills file from the parsed header; the data region is data[0, data_size). */
 static smla_status parse_entries(const cJSON *root, const unsigned char *data,
-                                 size_t data_size, smla_st_file *file, smla_st_error *error)
+                                 size_t data_size, smla_st_file *file, smla_tool_error *error)
 {
     size_t count = 0;
     for (const cJSON *e = root->child; e; e = e->next)
@@ -318,7 +306,7 @@ static smla_status parse_entries(const cJSON *root, const unsigned char *data,
     const char **names = calloc(count ? count : 1, sizeof *names);
     smla_status st = SMLA_OK;
     if (!file->tensors || !spans || !names)
-        st = smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu tensors",
+        st = smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu tensors",
                           count);
     size_t num_names = 0, num_spans = 0;
     const cJSON *metadata = NULL;
@@ -348,28 +336,28 @@ static smla_status parse_entries(const cJSON *root, const unsigned char *data,
 }
 
 smla_status smla_st_parse(const void *bytes, size_t size, smla_st_file *file,
-                          smla_st_error *error)
+                          smla_tool_error *error)
 {
     if (!file)
-        return smla_st_fail(error, SMLA_ERR_NULL_POINTER, "file is NULL");
+        return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "file is NULL");
     memset(file, 0, sizeof *file);
     if (!bytes && size)
-        return smla_st_fail(error, SMLA_ERR_NULL_POINTER, "bytes is NULL");
+        return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "bytes is NULL");
     if (size < 8)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "file is %zu bytes: too short for the 8-byte header length", size);
     const unsigned char *p = bytes;
     uint64_t header_bytes = 0;
     for (int i = 7; i >= 0; i--)
         header_bytes = header_bytes << 8 | p[i];
     if (header_bytes > SMLA_ST_MAX_HEADER_BYTES)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "header length %llu is absurd (limit %llu): not a "
                             "safetensors file?",
                             (unsigned long long)header_bytes,
                             (unsigned long long)SMLA_ST_MAX_HEADER_BYTES);
     if (header_bytes > size - 8)
-        return smla_st_fail(error, SMLA_ERR_FILE_FORMAT,
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
                             "header length %llu exceeds the %zu bytes after it (truncated "
                             "or not a safetensors file)",
                             (unsigned long long)header_bytes, size - 8);
@@ -384,14 +372,14 @@ smla_status smla_st_parse(const void *bytes, size_t size, smla_st_file *file,
     return st;
 }
 
-smla_status smla_st_read_file(const char *path, smla_st_file *file, smla_st_error *error)
+smla_status smla_st_read_file(const char *path, smla_st_file *file, smla_tool_error *error)
 {
     if (!path || !file)
-        return smla_st_fail(error, SMLA_ERR_NULL_POINTER, "path or file is NULL");
+        return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "path or file is NULL");
     memset(file, 0, sizeof *file);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return smla_st_fail(error, SMLA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+        return smla_tool_fail(error, SMLA_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
     /* Read in growing chunks: works for pipes and reports a directory as unreadable. */
     size_t size = 0, capacity = 1 << 16;
     unsigned char *buffer = malloc(capacity);
@@ -407,9 +395,9 @@ smla_status smla_st_read_file(const char *path, smla_st_file *file, smla_st_erro
         capacity *= 2;
     }
     if (!buffer)
-        st = smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+        st = smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
     else if (ferror(f))
-        st = smla_st_fail(error, SMLA_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+        st = smla_tool_fail(error, SMLA_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
     fclose(f);
     if (st == SMLA_OK)
         st = smla_st_parse(buffer, size, file, error);
@@ -452,29 +440,29 @@ const char *smla_st_find_metadata(const smla_st_file *file, const char *key)
 
 static smla_status check_writable(const smla_st_tensor *tensors, size_t num_tensors,
                                   const smla_st_metadata *metadata, size_t num_metadata,
-                                  smla_st_error *error)
+                                  smla_tool_error *error)
 {
     for (size_t i = 0; i < num_tensors; i++) {
         const smla_st_tensor *t = &tensors[i];
         size_t nbytes;
         if (!t->name || !t->name[0] || !strcmp(t->name, METADATA_KEY))
-            return smla_st_fail(error, SMLA_ERR_VALUE, "tensor %zu has no usable name", i);
+            return smla_tool_fail(error, SMLA_ERR_VALUE, "tensor %zu has no usable name", i);
         if (!smla_st_dtype_name(t->dtype))
-            return smla_st_fail(error, SMLA_ERR_DTYPE, "tensor '%s': invalid dtype %d",
+            return smla_tool_fail(error, SMLA_ERR_DTYPE, "tensor '%s': invalid dtype %d",
                                 t->name, (int)t->dtype);
         if (!smla_st_tensor_bytes(t->dtype, t->ndim, t->shape, &nbytes))
-            return smla_st_fail(error, SMLA_ERR_SHAPE, "tensor '%s': invalid shape", t->name);
+            return smla_tool_fail(error, SMLA_ERR_SHAPE, "tensor '%s': invalid shape", t->name);
         if (nbytes != t->nbytes)
-            return smla_st_fail(error, SMLA_ERR_SHAPE,
+            return smla_tool_fail(error, SMLA_ERR_SHAPE,
                                 "tensor '%s': nbytes %zu but its shape needs %zu", t->name,
                                 t->nbytes, nbytes);
         if (nbytes && !t->data)
-            return smla_st_fail(error, SMLA_ERR_NULL_POINTER, "tensor '%s': data is NULL",
+            return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "tensor '%s': data is NULL",
                                 t->name);
     }
     for (size_t i = 0; i < num_metadata; i++)
         if (!metadata[i].key || !metadata[i].key[0] || !metadata[i].value)
-            return smla_st_fail(error, SMLA_ERR_VALUE, "metadata entry %zu is incomplete", i);
+            return smla_tool_fail(error, SMLA_ERR_VALUE, "metadata entry %zu is incomplete", i);
     return SMLA_OK;
 }
 
@@ -482,12 +470,12 @@ static smla_status check_writable(const smla_st_tensor *tensors, size_t num_tens
 /* Tensor names and metadata keys must each be unique. */
 static smla_status check_writable_names(const smla_st_tensor *tensors, size_t num_tensors,
                                         const smla_st_metadata *metadata,
-                                        size_t num_metadata, smla_st_error *error)
+                                        size_t num_metadata, smla_tool_error *error)
 {
     size_t most = num_tensors > num_metadata ? num_tensors : num_metadata;
     const char **names = calloc(most ? most : 1, sizeof *names); /* check_unique sorts */
     if (!names)
-        return smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory");
+        return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory");
     for (size_t i = 0; i < num_tensors; i++)
         names[i] = tensors[i].name;
     smla_status st = check_unique(names, num_tensors, "tensor name", SMLA_ERR_VALUE, error);
@@ -546,10 +534,10 @@ static char *header_text(const smla_st_tensor *tensors, size_t num_tensors,
 
 smla_status smla_st_encode(const smla_st_tensor *tensors, size_t num_tensors,
                            const smla_st_metadata *metadata, size_t num_metadata,
-                           void **bytes, size_t *size, smla_st_error *error)
+                           void **bytes, size_t *size, smla_tool_error *error)
 {
     if (!bytes || !size || (num_tensors && !tensors) || (num_metadata && !metadata))
-        return smla_st_fail(error, SMLA_ERR_NULL_POINTER, "a required pointer is NULL");
+        return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "a required pointer is NULL");
     *bytes = NULL;
     *size = 0;
     smla_status st = check_writable(tensors, num_tensors, metadata, num_metadata, error);
@@ -560,18 +548,18 @@ smla_status smla_st_encode(const smla_st_tensor *tensors, size_t num_tensors,
     size_t data_bytes = 0;
     for (size_t i = 0; i < num_tensors; i++) {
         if (tensors[i].nbytes > SIZE_MAX / 2 - data_bytes)
-            return smla_st_fail(error, SMLA_ERR_VALUE, "tensors too large for one file");
+            return smla_tool_fail(error, SMLA_ERR_VALUE, "tensors too large for one file");
         data_bytes += tensors[i].nbytes;
     }
     char *text = header_text(tensors, num_tensors, metadata, num_metadata);
     if (!text)
-        return smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for the header");
+        return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for the header");
     size_t text_bytes = strlen(text);
     size_t header_bytes = (text_bytes + 7) / 8 * 8; /* keeps the data region 8-aligned */
     unsigned char *out = malloc(8 + header_bytes + data_bytes);
     if (!out) {
         cJSON_free(text);
-        return smla_st_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes",
+        return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes",
                             8 + header_bytes + data_bytes);
     }
     for (int i = 0; i < 8; i++)
@@ -592,10 +580,10 @@ smla_status smla_st_encode(const smla_st_tensor *tensors, size_t num_tensors,
 
 smla_status smla_st_write_file(const char *path, const smla_st_tensor *tensors,
                                size_t num_tensors, const smla_st_metadata *metadata,
-                               size_t num_metadata, smla_st_error *error)
+                               size_t num_metadata, smla_tool_error *error)
 {
     if (!path)
-        return smla_st_fail(error, SMLA_ERR_NULL_POINTER, "path is NULL");
+        return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "path is NULL");
     void *bytes;
     size_t size;
     smla_status st = smla_st_encode(tensors, num_tensors, metadata, num_metadata, &bytes,
@@ -605,14 +593,14 @@ smla_status smla_st_write_file(const char *path, const smla_st_tensor *tensors,
     FILE *f = fopen(path, "wb");
     if (!f) {
         free(bytes);
-        return smla_st_fail(error, SMLA_ERR_IO, "cannot create '%s': %s", path,
+        return smla_tool_fail(error, SMLA_ERR_IO, "cannot create '%s': %s", path,
                             strerror(errno));
     }
     size_t written = fwrite(bytes, 1, size, f);
     int write_errno = errno;
     free(bytes);
     if (fclose(f) != 0 || written != size)
-        return smla_st_fail(error, SMLA_ERR_IO, "cannot write '%s': %s", path,
+        return smla_tool_fail(error, SMLA_ERR_IO, "cannot write '%s': %s", path,
                             strerror(written != size ? write_errno : errno));
     return SMLA_OK;
 }

@@ -17,15 +17,10 @@
 #include <stdint.h>
 
 #include "smla.h"
+#include "tool_error.h"
 
 #define SMLA_ST_MAX_DIMS 8
 #define SMLA_ST_MAX_HEADER_BYTES ((uint64_t)100 << 20) /* larger headers are refused */
-#define SMLA_ST_ERROR_BYTES 512
-
-typedef struct smla_st_error {
-    char message[SMLA_ST_ERROR_BYTES];
-} smla_st_error;
-
 /* One tensor. For the writer, nbytes must equal product(shape) x dtype size. */
 typedef struct smla_st_tensor {
     const char *name;
@@ -52,13 +47,6 @@ typedef struct smla_st_file {
     void *file_bytes;  /* the whole file, when read by smla_st_read_file */
 } smla_st_file;
 
-/* Formats the message into error (when not NULL) and returns status. */
-smla_status smla_st_fail(smla_st_error *error, smla_status status, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
 /* The safetensors dtype name ("BF16", "F8_E4M3", "F32", "I32", "U8"); NULL if invalid. */
 const char *smla_st_dtype_name(smla_dtype dtype);
 
@@ -68,9 +56,9 @@ int smla_st_tensor_bytes(smla_dtype dtype, int ndim, const int64_t *shape, size_
 /* Parses size bytes at bytes; the tensors point into bytes, which must outlive file.
  * On failure file is left empty (smla_st_file_free is still safe). error may be NULL. */
 smla_status smla_st_parse(const void *bytes, size_t size, smla_st_file *file,
-                          smla_st_error *error);
+                          smla_tool_error *error);
 /* Reads the whole file at path and parses it (SMLA_ERR_IO when it cannot be read). */
-smla_status smla_st_read_file(const char *path, smla_st_file *file, smla_st_error *error);
+smla_status smla_st_read_file(const char *path, smla_st_file *file, smla_tool_error *error);
 void smla_st_file_free(smla_st_file *file);
 
 /* Lookups: NULL when absent. */
@@ -80,10 +68,10 @@ const char *smla_st_find_metadata(const smla_st_file *file, const char *key);
 /* Serialises tensors (data in the given order) and metadata into a new malloc'd buffer. */
 smla_status smla_st_encode(const smla_st_tensor *tensors, size_t num_tensors,
                            const smla_st_metadata *metadata, size_t num_metadata,
-                           void **bytes, size_t *size, smla_st_error *error);
+                           void **bytes, size_t *size, smla_tool_error *error);
 /* smla_st_encode, then writes the bytes to path. */
 smla_status smla_st_write_file(const char *path, const smla_st_tensor *tensors,
                                size_t num_tensors, const smla_st_metadata *metadata,
-                               size_t num_metadata, smla_st_error *error);
+                               size_t num_metadata, smla_tool_error *error);
 
 #endif
