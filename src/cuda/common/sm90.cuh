@@ -1,0 +1,119 @@
+// SM90 building blocks shared by the kernels: shared-memory matrix descriptors for
+// wgmma, the wgmma fences, cp.async, named barriers and small conversions.
+#pragma once
+#include <cstdint>
+#include <cuda_bf16.h>
+
+namespace smla {
+
+// The 128-byte swizzle of wgmma's canonical layouts: inside every 1024-byte atom of
+// 8 rows x 128 B, the 16-byte chunk index is XORed with the row index (mod 8). Tiles are
+// stored as column blocks of 128 bytes: element byte b of row r lives in block b / 128 at
+// r * 128 + swizzled chunk. Keeps 8 rows reading different banks.
+__device__ __forceinline__ uint32_t swizzle128(uint32_t row, uint32_t byte_in_row128)
+{
+    const uint32_t chunk = (byte_in_row128 >> 4) ^ (row & 7);
+    return row * 128 + (chunk << 4) + (byte_in_row128 & 15);
+}
+
+// Byte offset of (row, byte) in a tile of `rows` rows stored as 128-byte column blocks.
+__device__ __forceinline__ uint32_t tile_offset(uint32_t rows, uint32_t row, uint32_t byte)
+{
+    return (byte >> 7) * rows * 128 + swizzle128(row, byte & 127);
+}
+
+// wgmma shared-memory descriptor for a 128B-swizzled operand whose 8-row atoms are
+// 1024 bytes apart (SBO); LBO only matters for MN-major operands wider than one atom.
+__device__ __forceinline__ uint64_t desc_sw128(const void *smem, uint32_t lbo_bytes)
+{
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    uint64_t desc = 0;
+    desc |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
+    desc |= static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16;
+    desc |= static_cast<uint64_t>((1024 >> 4) & 0x3FFF) << 32;
+    desc |= static_cast<uint64_t>(1) << 62; // 128-byte swizzle
+    return desc;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads/writes across an asynchronous wgmma.
+template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(r[i])::"memory");
+}
+
+// Generic-proxy shared-memory writes (st.shared, cp.async) made visible to the async
+// proxy (wgmma operand reads). Each writing thread fences before the barrier.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// Named barrier over `threads` threads (a multiple of 32).
+__device__ __forceinline__ void named_barrier(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// 16-byte cp.async from global to shared; src_bytes = 0 zero-fills the destination.
+__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes)
+{
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Byte permute: result byte i = byte sel[i] of the 8-byte value (hi:lo).
+__device__ __forceinline__ uint32_t prmt(uint32_t lo, uint32_t hi, uint32_t sel)
+{
+    uint32_t r;
+    asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(lo), "r"(hi), "r"(sel));
+    return r;
+}
+
+// Transposes a 4x4 byte matrix held as 4 words (word i = row i): out word k holds byte k
+// of every input word, in input order.
+__device__ __forceinline__ void transpose4x4_bytes(const uint32_t (&w)[4], uint32_t (&o)[4])
+{
+    const uint32_t t0 = prmt(w[0], w[1], 0x5140), t1 = prmt(w[0], w[1], 0x7362);
+    const uint32_t t2 = prmt(w[2], w[3], 0x5140), t3 = prmt(w[2], w[3], 0x7362);
+    o[0] = prmt(t0, t2, 0x5410);
+    o[1] = prmt(t0, t2, 0x7632);
+    o[2] = prmt(t1, t3, 0x5410);
+    o[3] = prmt(t1, t3, 0x7632);
+}
+
+// Two floats to two E4M3 (saturating, round to nearest even), low byte = a.
+__device__ __forceinline__ uint16_t f32x2_to_e4m3x2(float a, float b)
+{
+    uint16_t r;
+    asm("cvt.rn.satfinite.e4m3x2.f32 %0, %2, %1;\n" : "=h"(r) : "f"(a), "f"(b));
+    return r;
+}
+
+// Two E4M3 (low byte first) to two BF16 packed in a word (via f16, exact).
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v)
+{
+    uint32_t h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(v));
+    const __half2 h = *reinterpret_cast<const __half2 *>(&h2);
+    const float2 f = __half22float2(h);
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+    return *reinterpret_cast<const uint32_t *>(&b);
+}
+
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t bits)
+{
+    return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
+} // namespace smla
