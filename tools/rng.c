@@ -1,0 +1,56 @@
+#include "rng.h"
+
+#include <math.h>
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void smla_tool_rng_seed(smla_tool_rng *rng, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        rng->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+uint64_t smla_tool_rng_next(smla_tool_rng *rng)
+{
+    uint64_t *s = rng->s;
+    const uint64_t result = rotl(s[1] * 5, 7) * 9;
+    const uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double smla_tool_rng_uniform(smla_tool_rng *rng)
+{
+    return (double)(smla_tool_rng_next(rng) >> 11) * 0x1.0p-53;
+}
+
+double smla_tool_rng_normal(smla_tool_rng *rng)
+{
+    double u1 = smla_tool_rng_uniform(rng);
+    const double u2 = smla_tool_rng_uniform(rng);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+int64_t smla_tool_rng_range(smla_tool_rng *rng, int64_t lo, int64_t hi)
+{
+    const uint64_t span = (uint64_t)(hi - lo) + 1;
+    return lo + (int64_t)(span ? smla_tool_rng_next(rng) % span : smla_tool_rng_next(rng));
+}
