@@ -64,7 +64,8 @@ static void expect_build_failure(smla_plan *plan, const smla_batch *batch, smla_
     smla_plan_view before, after;
     int32_t saved[8];
     CHECK_STATUS(smla_plan_get_view(plan, &before), SMLA_OK);
-    memcpy(saved, before.segment_seq_lens, sizeof saved);
+    CHECK(before.num_segments <= 8);
+    memcpy(saved, before.segment_seq_lens, (size_t)before.num_segments * sizeof *saved);
     smla_status st = smla_plan_build(plan, batch, NULL);
     if (st != status || !strstr(smla_context_last_error(ctx), word)) {
         fprintf(stderr, "line %d: build returned %s '%s', expected %s with '%s'\n", line,
