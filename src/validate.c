@@ -127,9 +127,10 @@ static smla_status check_pool(checked_args *c, const char *name, const smla_kv_p
     const char *reason = NULL;
     if (smla_kv_pool_check(pool, &reason) != SMLA_OK)
         return smla_fail(c->ctx, SMLA_ERR_KV_FORMAT,
-                         "%s: %s (format %d, block_size %d, num_blocks %lld, block_stride "
-                         "%lld)",
-                         name, reason, (int)pool->format, (int)pool->block_size,
+                         "%s: %s (format %d = %s, block_size %d, num_blocks %lld, "
+                         "block_stride %lld)",
+                         name, reason, (int)pool->format, smla_kv_format_name(pool->format),
+                         (int)pool->block_size,
                          (long long)pool->num_blocks, (long long)pool->block_stride);
     const int64_t rows = smla_kv_pool_rows(pool);
     if (rows > INT32_MAX)
