@@ -413,7 +413,9 @@ static smla_status check_alignment(checked_args *c)
 
 /* Host query starts must be usable to find a token's sequence: from >= 0, non-decreasing,
  * ending within the part's tokens. (Device values cannot be read here; the kernels treat
- * them safely whatever they are.) */
+ * them safely whatever they are.) Sequence lengths are not checked: one shorter than its
+ * query length only gives its first tokens positions < 0, so no active SWA column, in the
+ * reference and in the kernels alike. */
 static smla_status check_host_part(checked_args *c, const smla_positions *part,
                                    const char *name)
 {
