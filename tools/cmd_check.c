@@ -1,10 +1,328 @@
-/* smla check (scaffolding: replaced by the real command). */
+/* smla check: random problems on the GPU against the CPU reference, every head count and
+ * query type, KV formats (also mixed), with and without positions, through plans; then
+ * bit-exactness checks (repeat runs, segmentation, running a slice of the batch alone). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
+#include "check_compare.h"
+#include "check_problem.h"
 #include "commands.h"
+#include "smla.h"
+
+#ifdef SMLA_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "device_args.h"
+
+typedef struct check_options {
+    uint64_t seed;
+    int cases;
+    int token_heads; /* tokens x heads budget of one problem (the CPU reference's cost) */
+    int verbose;
+} check_options;
+
+typedef struct kv_combo {
+    smla_kv_format swa, extra;
+} kv_combo;
+
+static const kv_combo kv_combos[] = {
+    {SMLA_KV_FP8, SMLA_KV_FP8},
+    {SMLA_KV_BF16, SMLA_KV_BF16},
+    {SMLA_KV_FP8, SMLA_KV_INVALID},
+    {SMLA_KV_BF16, SMLA_KV_FP8},
+};
+
+static const char *positions_name(smla_check_positions p)
+{
+    return p == SMLA_CHECK_POSITIONS_NONE ? "none" : p == SMLA_CHECK_POSITIONS_SEQLENS ? "seqlens" : "plan";
+}
+
+/* Runs a host problem on the GPU (through a device plan in PLAN mode) and copies the
+ * outputs into out/lse (host buffers laid out like the problem's). */
+static int run_gpu(smla_context *ctx, const smla_check_problem *p, int use_plan, int32_t cap,
+                   uint16_t *out, float *lse)
+{
+    smla_attention_args host = p->args;
+    host.out.data = out;
+    host.lse.data = host.lse.data ? lse : NULL;
+    if (use_plan) {
+        host.cu_seqlens_q = (smla_tensor){0};
+        host.seq_lens = (smla_tensor){0};
+    }
+    smla_device_args dev;
+    smla_tool_error err;
+    if (smla_device_args_upload(&host, &dev, &err) != SMLA_OK) {
+        fprintf(stderr, "smla check: %s\n", err.message);
+        return -1;
+    }
+    smla_plan *plan = NULL;
+    int32_t *d_seq = NULL;
+    int rc = 0;
+    if (use_plan) {
+        const smla_plan_capacity capacity = {(int32_t)p->args.q.shape[0] + 1, p->num_requests + 1, 0};
+        smla_batch batch = {p->num_requests, p->query_start_loc, NULL, p->decode_threshold,
+                            p->args.q.dtype, cap};
+        if (cudaMalloc((void **)&d_seq, sizeof(int32_t) * (size_t)(p->num_requests + 1)) != cudaSuccess ||
+            cudaMemcpy(d_seq, p->seq_lens, sizeof(int32_t) * (size_t)p->num_requests, cudaMemcpyHostToDevice) != cudaSuccess) {
+            fprintf(stderr, "smla check: cannot copy seq_lens to the device\n");
+            rc = -1;
+        }
+        batch.seq_lens = d_seq;
+        if (!rc && (smla_plan_create(ctx, &capacity, SMLA_MEMORY_DEVICE, &plan) != SMLA_OK ||
+                    smla_plan_build(plan, &batch, NULL) != SMLA_OK)) {
+            fprintf(stderr, "smla check: plan: %s\n", smla_context_last_error(ctx));
+            rc = -1;
+        }
+        dev.args.plan = plan;
+    }
+    if (!rc) {
+        const smla_status st = smla_attention(ctx, &dev.args);
+        const cudaError_t ce = cudaDeviceSynchronize();
+        if (st != SMLA_OK || ce != cudaSuccess) {
+            fprintf(stderr, "smla check: attention failed: %s (%s) %s\n", smla_status_string(st),
+                    smla_context_last_error(ctx), cudaGetErrorString(ce));
+            rc = -1;
+        } else if (smla_device_args_download(&dev, &host, &err) != SMLA_OK) {
+            fprintf(stderr, "smla check: %s\n", err.message);
+            rc = -1;
+        }
+    }
+    smla_plan_destroy(plan);
+    cudaFree(d_seq);
+    smla_device_args_free(&dev);
+    return rc;
+}
+
+typedef struct output_copy {
+    uint16_t *out;
+    float *lse;
+} output_copy;
+
+static int output_alloc(const smla_check_problem *p, output_copy *c)
+{
+    c->out = malloc((size_t)p->out_elements * 2);
+    c->lse = p->args.lse.data ? malloc((size_t)(p->args.lse.shape[0] * p->args.lse.stride[0]) * 4) : NULL;
+    if (!c->out || (p->args.lse.data && !c->lse))
+        return -1;
+    memcpy(c->out, p->args.out.data, (size_t)p->out_elements * 2); /* the poison */
+    if (c->lse)
+        memcpy(c->lse, p->args.lse.data, (size_t)(p->args.lse.shape[0] * p->args.lse.stride[0]) * 4);
+    return 0;
+}
+
+static void output_free(output_copy *c)
+{
+    free(c->out);
+    free(c->lse);
+}
+
+static int outputs_equal(const smla_check_problem *p, const output_copy *a, const output_copy *b)
+{
+    if (memcmp(a->out, b->out, (size_t)p->out_elements * 2) != 0)
+        return 0;
+    return !a->lse || memcmp(a->lse, b->lse, (size_t)(p->args.lse.shape[0] * p->args.lse.stride[0]) * 4) == 0;
+}
+
+/* One configuration: `cases` fresh problems, each against the reference. Returns the
+ * number of failures; fills the worst errors seen. */
+static int check_config(smla_context *ctx, const smla_check_config *cfg, const check_options *o,
+                        smla_tool_rng *rng, double *worst_fro, double *worst_lse)
+{
+    int failures = 0;
+    for (int c = 0; c < o->cases; c++) {
+        smla_check_problem p;
+        if (smla_check_problem_make(cfg, rng, &p) != SMLA_OK) {
+            fprintf(stderr, "smla check: cannot make a problem (out of memory)\n");
+            return failures + 1;
+        }
+        output_copy gpu;
+        int bad = output_alloc(&p, &gpu);
+        smla_attention_args ref = p.args;
+        ref.backend = SMLA_BACKEND_CPU;
+        const smla_status st = bad ? SMLA_ERR_OUT_OF_MEMORY : smla_attention(ctx, &ref);
+        if (st != SMLA_OK) {
+            fprintf(stderr, "smla check: reference failed on %s: %s (%s)\n", p.description,
+                    smla_status_string(st), smla_context_last_error(ctx));
+            bad = 1;
+        }
+        const int use_plan = cfg->positions == SMLA_CHECK_POSITIONS_PLAN;
+        if (!bad && run_gpu(ctx, &p, use_plan, p.segment_cap, gpu.out, gpu.lse) != 0)
+            bad = 1;
+        smla_check_result r;
+        memset(&r, 0, sizeof r);
+        if (!bad) {
+            smla_check_compare(gpu.out, p.args.out.data, p.args.out.stride[0], gpu.lse, p.args.lse.data,
+                               p.args.lse.data ? p.args.lse.stride[0] : 0, p.args.q.shape[0], cfg->num_heads, &r);
+            bad = !smla_check_passed(&r, smla_check_tolerance(cfg->q_dtype));
+            if (r.rel_fro > *worst_fro)
+                *worst_fro = r.rel_fro;
+            if (r.lse_err > *worst_lse)
+                *worst_lse = r.lse_err;
+        }
+        if (bad || o->verbose)
+            fprintf(bad ? stderr : stdout,
+                    "  %s %s: rel_fro %.2e worst_row %.2e (t %lld h %lld) lse %.2e nan %lld "
+                    "inf_mismatch %lld padding_written %lld rows %lld/%lld\n",
+                    bad ? "FAIL" : "ok", p.description, r.rel_fro, r.worst_row, (long long)r.worst_token,
+                    (long long)r.worst_head, r.lse_err, (long long)r.nan_count, (long long)r.lse_inf_mismatch,
+                    (long long)r.padding_written, (long long)r.rows_computed, (long long)r.rows_padding);
+        failures += bad;
+        output_free(&gpu);
+        smla_check_problem_free(&p);
+    }
+    return failures;
+}
+
+/* Bit-exactness on the GPU: the same problem twice; through a plan with segments versus
+ * one sequence per request; the first `keep` tokens run alone versus in the batch. */
+static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, smla_tool_rng *rng)
+{
+    smla_check_config cfg = {heads, q_dtype, SMLA_KV_FP8, SMLA_KV_FP8, SMLA_CHECK_POSITIONS_PLAN, 400};
+    if (q_dtype == SMLA_DTYPE_BF16)
+        cfg.swa_format = cfg.extra_format = SMLA_KV_BF16;
+    smla_check_problem p;
+    if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
+        return 1;
+    output_copy a, b, c, d;
+    int bad = output_alloc(&p, &a) | output_alloc(&p, &b) | output_alloc(&p, &c) | output_alloc(&p, &d);
+    bad = bad || run_gpu(ctx, &p, 0, 0, a.out, a.lse) || run_gpu(ctx, &p, 0, 0, b.out, b.lse) ||
+          run_gpu(ctx, &p, 1, 1 + (int32_t)smla_tool_rng_range(rng, 0, 40), c.out, c.lse);
+    const int repeat_ok = !bad && outputs_equal(&p, &a, &b);
+    const int segment_ok = !bad && outputs_equal(&p, &a, &c);
+    /* The slice: without positions, the first `keep` tokens alone. */
+    smla_check_problem_poison(&p);
+    p.args.cu_seqlens_q = (smla_tensor){0};
+    p.args.seq_lens = (smla_tensor){0};
+    int slice_ok = 0;
+    if (!bad && !run_gpu(ctx, &p, 0, 0, a.out, a.lse)) {
+        const int64_t keep = 1 + smla_tool_rng_range(rng, 0, p.args.q.shape[0] > 3 ? 2 : 0);
+        smla_check_problem sub = p;
+        sub.args.q.shape[0] = sub.args.swa_indices.shape[0] = sub.args.out.shape[0] = keep;
+        if (sub.args.extra_indices.data)
+            sub.args.extra_indices.shape[0] = keep;
+        if (sub.args.swa_lens.data)
+            sub.args.swa_lens.shape[0] = keep;
+        if (sub.args.extra_lens.data)
+            sub.args.extra_lens.shape[0] = keep;
+        if (sub.args.lse.data)
+            sub.args.lse.shape[0] = keep;
+        sub.out_elements = keep * p.args.out.stride[0];
+        slice_ok = !run_gpu(ctx, &sub, 0, 0, d.out, d.lse) &&
+                   memcmp(a.out, d.out, (size_t)sub.out_elements * 2) == 0 &&
+                   (!a.lse || memcmp(a.lse, d.lse, (size_t)(keep * p.args.lse.stride[0]) * 4) == 0);
+    }
+    printf("  invariance H=%-3d q=%-4s %s: repeat %s, segmented plan %s, slice alone %s\n", heads,
+           q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description, repeat_ok ? "identical" : "DIFFERENT",
+           segment_ok ? "identical" : "DIFFERENT", slice_ok ? "identical" : "DIFFERENT");
+    output_free(&a);
+    output_free(&b);
+    output_free(&c);
+    output_free(&d);
+    smla_check_problem_free(&p);
+    return !(repeat_ok && segment_ok && slice_ok);
+}
+
+static int run_checks(smla_context *ctx, const check_options *o)
+{
+    static const int heads[] = {8, 16, 32, 64, 128};
+    static const smla_dtype qs[] = {SMLA_DTYPE_FP8_E4M3, SMLA_DTYPE_BF16};
+    smla_tool_rng rng;
+    smla_tool_rng_seed(&rng, o->seed);
+    int failures = 0, total = 0;
+    printf("%-5s %-5s %-10s %-8s %6s %10s %10s %s\n", "heads", "q", "kv", "pos", "cases", "rel_fro", "lse_err",
+           "result");
+    for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
+        for (size_t qi = 0; qi < 2; qi++)
+            for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
+                for (int pos = 0; pos < 3; pos++) {
+                    int max_tokens = o->token_heads / heads[hi];
+                    smla_check_config cfg = {heads[hi], qs[qi], kv_combos[ki].swa, kv_combos[ki].extra,
+                                             (smla_check_positions)pos, max_tokens < 1 ? 1 : max_tokens};
+                    double fro = 0, lse = 0;
+                    const int f = check_config(ctx, &cfg, o, &rng, &fro, &lse);
+                    char kv[24];
+                    snprintf(kv, sizeof kv, "%s+%s", smla_kv_format_name(cfg.swa_format),
+                             cfg.extra_format ? smla_kv_format_name(cfg.extra_format) : "-");
+                    printf("%-5d %-5s %-10s %-8s %6d %10.2e %10.2e %s\n", heads[hi],
+                           qs[qi] == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", kv, positions_name(cfg.positions),
+                           o->cases, fro, lse, f ? "FAIL" : "pass");
+                    failures += f;
+                    total += o->cases;
+                }
+    printf("bit-exactness:\n");
+    int inv_failures = 0;
+    for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
+        for (size_t qi = 0; qi < 2; qi++)
+            inv_failures += check_invariance(ctx, heads[hi], qs[qi], &rng);
+    printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
+           inv_failures, (unsigned long long)o->seed);
+    return failures || inv_failures ? 1 : 0;
+}
+#endif
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--verbose]\n"
+               "Random problems on the GPU against the CPU reference: heads 8..128, FP8 and BF16\n"
+               "queries, fp8/bf16/mixed caches, with and without positions and plans, ragged sizes,\n"
+               "invalid indices, empty rows, +-inf sinks; then bit-exactness checks. Exit 0 when\n"
+               "everything passes, 1 on a failure, 2 on bad arguments or without a GPU.\n"
+               "  --cases N        problems per configuration (default 1)\n"
+               "  --seed S         RNG seed (default: from the clock, printed)\n"
+               "  --token-heads N  tokens x heads of the largest problem (default 3072)\n");
+}
 
 int smla_cmd_check(int argc, char **argv)
 {
-    fprintf(stderr, "smla check: not implemented yet\n");
+#ifdef SMLA_WITH_CUDA
+    check_options o = {(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0};
+    for (int i = 1; i < argc; i++) {
+        char *end = NULL;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--verbose")) {
+            o.verbose = 1;
+        } else if (i + 1 < argc && !strcmp(argv[i], "--cases")) {
+            o.cases = (int)strtol(argv[++i], &end, 10);
+        } else if (i + 1 < argc && !strcmp(argv[i], "--seed")) {
+            o.seed = strtoull(argv[++i], &end, 0);
+        } else if (i + 1 < argc && !strcmp(argv[i], "--token-heads")) {
+            o.token_heads = (int)strtol(argv[++i], &end, 10);
+        } else {
+            fprintf(stderr, "smla check: unknown argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+        if (end && *end) {
+            fprintf(stderr, "smla check: '%s' is not a number\n", argv[i]);
+            return 2;
+        }
+    }
+    if (o.cases < 1 || o.token_heads < 8) {
+        fprintf(stderr, "smla check: --cases must be >= 1 and --token-heads >= 8\n");
+        return 2;
+    }
+    smla_context *ctx = NULL;
+    if (smla_context_create(&ctx) != SMLA_OK)
+        return 2;
+    if (!smla_context_has_cuda(ctx)) {
+        fprintf(stderr, "smla check: no usable GPU: it compares the CUDA backend with the CPU reference\n");
+        smla_context_destroy(ctx);
+        return 2;
+    }
+    printf("smla check: seed %llu\n", (unsigned long long)o.seed);
+    const int rc = run_checks(ctx, &o);
+    smla_context_destroy(ctx);
+    return rc;
+#else
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "smla check: this smla was built without CUDA; it compares the CUDA backend with the CPU reference\n");
     return 2;
+#endif
 }

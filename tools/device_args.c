@@ -9,20 +9,29 @@
 
 #include "args_tensors.h"
 
-/* Bytes of a contiguous tensor; 0 when absent or empty, -1 when it overflows. */
+/* Bytes a tensor's view spans: from its data pointer to one past its last element, with
+ * its strides (all-zero strides: contiguous). 0 when absent or empty, -1 on overflow. */
 static int64_t tensor_bytes(const smla_tensor *t)
 {
     if (!t->data)
         return 0;
-    int64_t bytes = (int64_t)smla_dtype_size(t->dtype);
-    for (int i = 0; i < t->ndim && i < SMLA_MAX_DIMS; i++) {
-        if (t->shape[i] <= 0)
+    int contiguous = 1;
+    for (int i = 0; i < t->ndim && i < SMLA_MAX_DIMS; i++)
+        contiguous &= t->stride[i] == 0;
+    int64_t last = 0, stride = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (i >= SMLA_MAX_DIMS || t->shape[i] <= 0)
             return 0;
-        if (bytes > INT64_MAX / t->shape[i])
+        const int64_t s = contiguous ? stride : t->stride[i];
+        if (s < 0 || (s > 0 && t->shape[i] - 1 > (INT64_MAX - last) / s))
             return -1;
-        bytes *= t->shape[i];
+        last += (t->shape[i] - 1) * s;
+        if (contiguous && stride > INT64_MAX / t->shape[i])
+            return -1;
+        stride *= t->shape[i];
     }
-    return bytes;
+    const int64_t size = (int64_t)smla_dtype_size(t->dtype);
+    return last + 1 > INT64_MAX / size ? -1 : (last + 1) * size;
 }
 
 /* Copies bytes at host to a new device buffer *device (left as is when host is NULL). */

@@ -16,7 +16,7 @@ typedef struct smla_device_args {
     int num_buffers;
 } smla_device_args;
 
-/* Copies every present tensor and pool of host (contiguous host tensors, no plan) to the
+/* Copies every present tensor and pool of host (strided views keep their strides; no plan) to the
  * current device, outputs included (so untouched rows keep their initial values). */
 smla_status smla_device_args_upload(const smla_attention_args *host, smla_device_args *device,
                                     smla_tool_error *error);

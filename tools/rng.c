@@ -1,3 +1,4 @@
+/* The tools' random numbers (rng.h). */
 #include "rng.h"
 
 #include <math.h>
@@ -35,6 +36,11 @@ uint64_t smla_tool_rng_next(smla_tool_rng *rng)
     return result;
 }
 
+uint32_t smla_tool_rng_below(smla_tool_rng *rng, uint64_t n)
+{
+    return (uint32_t)(((smla_tool_rng_next(rng) >> 32) * n) >> 32);
+}
+
 double smla_tool_rng_uniform(smla_tool_rng *rng)
 {
     return (double)(smla_tool_rng_next(rng) >> 11) * 0x1.0p-53;
@@ -42,15 +48,13 @@ double smla_tool_rng_uniform(smla_tool_rng *rng)
 
 double smla_tool_rng_normal(smla_tool_rng *rng)
 {
-    double u1 = smla_tool_rng_uniform(rng);
+    const double u1 = 1.0 - smla_tool_rng_uniform(rng); /* (0, 1]: log is finite */
     const double u2 = smla_tool_rng_uniform(rng);
-    if (u1 < 1e-300)
-        u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
 int64_t smla_tool_rng_range(smla_tool_rng *rng, int64_t lo, int64_t hi)
 {
-    const uint64_t span = (uint64_t)(hi - lo) + 1;
-    return lo + (int64_t)(span ? smla_tool_rng_next(rng) % span : smla_tool_rng_next(rng));
+    const uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+    return (int64_t)((uint64_t)lo + (span ? smla_tool_rng_next(rng) % span : smla_tool_rng_next(rng)));
 }

@@ -1,0 +1,288 @@
+/* Random adversarial attention problems (check_problem.h). */
+#include "check_problem.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *own(smla_check_problem *p, size_t bytes)
+{
+    if (p->num_buffers == SMLA_CHECK_BUFFERS)
+        return NULL;
+    void *b = calloc(1, bytes ? bytes : 1);
+    if (b)
+        p->buffers[p->num_buffers++] = b;
+    return b;
+}
+
+static int64_t pool_rows(const smla_kv_pool *pool)
+{
+    return pool->num_blocks * pool->block_size;
+}
+
+static int chance(smla_tool_rng *rng, double probability)
+{
+    return smla_tool_rng_uniform(rng) < probability;
+}
+
+/* A pool of random rows in format, with a random block size and sometimes a padded
+ * block stride. */
+static smla_status make_pool(smla_check_problem *p, smla_tool_rng *rng, smla_kv_format format,
+                             smla_kv_pool *pool)
+{
+    static const int32_t block_sizes[] = {1, 16, 64, 256};
+    const int32_t block_size = block_sizes[smla_tool_rng_range(rng, 0, 3)];
+    const int64_t rows_wanted = smla_tool_rng_range(rng, 1, 3000);
+    const int64_t num_blocks = (rows_wanted + block_size - 1) / block_size;
+    *pool = smla_kv_pool_make(NULL, format, num_blocks, block_size, SMLA_MEMORY_HOST);
+    if (chance(rng, 0.3))
+        pool->block_stride += 16 * smla_tool_rng_range(rng, 1, 8);
+    const int64_t rows = num_blocks * block_size;
+    pool->data = own(p, (size_t)(num_blocks * pool->block_stride));
+    float *values = malloc((size_t)rows * SMLA_HEAD_DIM * sizeof(float));
+    if (!pool->data || !values) {
+        free(values);
+        return SMLA_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t i = 0; i < rows * SMLA_HEAD_DIM; i++)
+        values[i] = (float)smla_tool_rng_normal(rng);
+    const smla_status st = smla_kv_pack(pool, values);
+    free(values);
+    return st;
+}
+
+/* A slot id: mostly valid, sometimes each kind of invalid (never to be read). */
+static int32_t random_slot(smla_tool_rng *rng, int64_t rows)
+{
+    if (!chance(rng, 0.06))
+        return (int32_t)smla_tool_rng_range(rng, 0, rows - 1);
+    switch (smla_tool_rng_range(rng, 0, 5)) {
+    case 0: return -1;
+    case 1: return INT32_MIN;
+    case 2: return (int32_t)-smla_tool_rng_range(rng, 2, 1000000);
+    case 3: return (int32_t)rows;
+    case 4: return (int32_t)(rows + smla_tool_rng_range(rng, 1, 1000));
+    default: return INT32_MAX;
+    }
+}
+
+static int32_t random_len(smla_tool_rng *rng, int32_t width)
+{
+    switch (smla_tool_rng_range(rng, 0, 5)) {
+    case 0: return 0;
+    case 1: return width;
+    case 2: return (int32_t)smla_tool_rng_range(rng, -3, -1);
+    case 3: return width + (int32_t)smla_tool_rng_range(rng, 1, 3);
+    default: return (int32_t)smla_tool_rng_range(rng, 0, width);
+    }
+}
+
+static smla_tensor lens_tensor(smla_check_problem *p, smla_tool_rng *rng, int64_t tokens,
+                               int32_t width)
+{
+    smla_tensor t;
+    memset(&t, 0, sizeof t);
+    if (!chance(rng, 0.5))
+        return t;
+    int32_t *lens = own(p, (size_t)tokens * sizeof(int32_t));
+    if (!lens)
+        return t;
+    for (int64_t i = 0; i < tokens; i++)
+        lens[i] = random_len(rng, width);
+    return smla_tensor_1d(lens, SMLA_DTYPE_I32, tokens, SMLA_MEMORY_HOST);
+}
+
+/* Splits tokens into requests (decodes first in PLAN mode) and fills the batch and the
+ * matching cu_seqlens_q / seq_lens tensors. Leaves some padding rows at the end. */
+static smla_status make_positions(smla_check_problem *p, smla_tool_rng *rng,
+                                  const smla_check_config *c, int64_t tokens)
+{
+    const int64_t padding = smla_tool_rng_range(rng, 0, tokens > 3 ? 3 : 0);
+    int64_t left = tokens - padding;
+    const int32_t max_requests = (int32_t)(left < 12 ? left + 1 : 12);
+    p->query_start_loc = own(p, (size_t)(max_requests + 2) * sizeof(int32_t));
+    p->seq_lens = own(p, (size_t)(max_requests + 1) * sizeof(int32_t));
+    if (!p->query_start_loc || !p->seq_lens)
+        return SMLA_ERR_OUT_OF_MEMORY;
+    p->decode_threshold = (int32_t)smla_tool_rng_range(rng, 1, 3);
+    static const int32_t caps[] = {SMLA_SEGMENT_CAP_DEFAULT, 0, 1, 7, 64, 1024};
+    p->segment_cap = caps[smla_tool_rng_range(rng, 0, 5)];
+    int32_t r = 0;
+    int decodes = c->positions == SMLA_CHECK_POSITIONS_PLAN;
+    while (left > 0 && r < max_requests - 1) {
+        int64_t q;
+        if (decodes && chance(rng, 0.5)) {
+            q = smla_tool_rng_range(rng, 1, p->decode_threshold);
+        } else {
+            decodes = 0;
+            const int64_t hi = left < 300 ? left : 300;
+            q = smla_tool_rng_range(rng, p->decode_threshold + 1 < hi ? p->decode_threshold + 1 : hi, hi);
+        }
+        if (q > left)
+            q = left;
+        if (c->positions == SMLA_CHECK_POSITIONS_SEQLENS && chance(rng, 0.1))
+            q = 0; /* an empty sequence */
+        p->query_start_loc[r + 1] = p->query_start_loc[r] + (int32_t)q;
+        int64_t prefix = chance(rng, 0.3) ? 0 : smla_tool_rng_range(rng, 1, 400);
+        if (c->positions == SMLA_CHECK_POSITIONS_SEQLENS && chance(rng, 0.1))
+            prefix = -smla_tool_rng_range(rng, 1, q > 1 ? q : 1); /* seq_len < query length */
+        p->seq_lens[r] = (int32_t)(q + prefix);
+        left -= q;
+        r++;
+    }
+    p->num_requests = r;
+    p->args.cu_seqlens_q = smla_tensor_1d(p->query_start_loc, SMLA_DTYPE_I32, r + 1, SMLA_MEMORY_HOST);
+    p->args.seq_lens = smla_tensor_1d(p->seq_lens, SMLA_DTYPE_I32, r, SMLA_MEMORY_HOST);
+    return SMLA_OK;
+}
+
+/* Index sets: either the engine layout (one [T][Wswa + Wext] buffer passed twice) or two
+ * buffers with padded row strides. */
+static smla_status make_indices(smla_check_problem *p, smla_tool_rng *rng, int64_t tokens,
+                                int32_t wswa, int32_t wext, int has_extra)
+{
+    smla_attention_args *a = &p->args;
+    const int64_t swa_rows = pool_rows(&a->swa);
+    const int64_t ext_rows = has_extra ? pool_rows(&a->extra) : 0;
+    if (has_extra && chance(rng, 0.5)) {
+        const int64_t stride = wswa + wext;
+        int32_t *ix = own(p, (size_t)(tokens * stride) * sizeof(int32_t));
+        if (!ix)
+            return SMLA_ERR_OUT_OF_MEMORY;
+        for (int64_t t = 0; t < tokens; t++)
+            for (int64_t j = 0; j < stride; j++)
+                ix[t * stride + j] = random_slot(rng, j < wswa ? swa_rows : ext_rows);
+        a->swa_indices = smla_tensor_2d(ix, SMLA_DTYPE_I32, tokens, wswa, SMLA_MEMORY_HOST);
+        a->swa_indices.stride[0] = stride;
+        a->extra_indices = smla_tensor_2d(ix + wswa, SMLA_DTYPE_I32, tokens, wext, SMLA_MEMORY_HOST);
+        a->extra_indices.stride[0] = stride;
+        return SMLA_OK;
+    }
+    for (int set = 0; set < 1 + has_extra; set++) {
+        const int32_t width = set ? wext : wswa;
+        const int64_t stride = width + smla_tool_rng_range(rng, 0, 5);
+        int32_t *ix = own(p, (size_t)(tokens * stride) * sizeof(int32_t));
+        if (!ix)
+            return SMLA_ERR_OUT_OF_MEMORY;
+        for (int64_t i = 0; i < tokens * stride; i++)
+            ix[i] = random_slot(rng, set ? ext_rows : swa_rows);
+        smla_tensor t = smla_tensor_2d(ix, SMLA_DTYPE_I32, tokens, width, SMLA_MEMORY_HOST);
+        t.stride[0] = stride;
+        if (set)
+            a->extra_indices = t;
+        else
+            a->swa_indices = t;
+    }
+    return SMLA_OK;
+}
+
+static smla_status make_query_and_outputs(smla_check_problem *p, smla_tool_rng *rng,
+                                          const smla_check_config *c, int64_t tokens)
+{
+    smla_attention_args *a = &p->args;
+    const int64_t h = c->num_heads;
+    const size_t elem = smla_dtype_size(c->q_dtype);
+    uint8_t *q = own(p, (size_t)(tokens * h * SMLA_HEAD_DIM) * elem);
+    if (!q)
+        return SMLA_ERR_OUT_OF_MEMORY;
+    for (int64_t i = 0; i < tokens * h * SMLA_HEAD_DIM; i++) {
+        const float v = (float)smla_tool_rng_normal(rng);
+        if (c->q_dtype == SMLA_DTYPE_FP8_E4M3)
+            q[i] = smla_float_to_e4m3(v);
+        else
+            ((uint16_t *)q)[i] = smla_float_to_bf16(v);
+    }
+    a->q = smla_tensor_3d(q, c->q_dtype, tokens, h, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
+
+    const int64_t out_stride = h * SMLA_HEAD_DIM + (chance(rng, 0.5) ? 8 * smla_tool_rng_range(rng, 1, 4) : 0);
+    p->out_elements = tokens * out_stride;
+    void *out = own(p, (size_t)p->out_elements * 2);
+    if (!out)
+        return SMLA_ERR_OUT_OF_MEMORY;
+    a->out = smla_tensor_3d(out, SMLA_DTYPE_BF16, tokens, h, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
+    a->out.stride[0] = out_stride;
+    /* The out buffer is exactly tokens * out_stride: the last row's padding is real. */
+    if (chance(rng, 0.8)) {
+        const int64_t lse_stride = h + (chance(rng, 0.3) ? smla_tool_rng_range(rng, 1, 4) : 0);
+        float *lse = own(p, (size_t)(tokens * lse_stride) * sizeof(float));
+        if (!lse)
+            return SMLA_ERR_OUT_OF_MEMORY;
+        a->lse = smla_tensor_2d(lse, SMLA_DTYPE_F32, tokens, h, SMLA_MEMORY_HOST);
+        a->lse.stride[0] = lse_stride;
+    }
+    if (chance(rng, 0.5)) {
+        float *sinks = own(p, (size_t)h * sizeof(float));
+        if (!sinks)
+            return SMLA_ERR_OUT_OF_MEMORY;
+        for (int64_t i = 0; i < h; i++) {
+            const double u = smla_tool_rng_uniform(rng);
+            sinks[i] = u < 0.15 ? -INFINITY : u < 0.3 ? INFINITY : (float)(2.0 * smla_tool_rng_normal(rng));
+        }
+        a->sinks = smla_tensor_1d(sinks, SMLA_DTYPE_F32, h, SMLA_MEMORY_HOST);
+    }
+    return SMLA_OK;
+}
+
+smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *rng,
+                                    smla_check_problem *p)
+{
+    memset(p, 0, sizeof *p);
+    p->args = smla_attention_args_default();
+    smla_attention_args *a = &p->args;
+    const int64_t tokens = smla_tool_rng_range(rng, 1, c->max_tokens);
+    const int has_extra = c->extra_format != SMLA_KV_INVALID;
+    const int32_t wswa = (int32_t)smla_tool_rng_range(rng, 0, 160);
+    const int32_t wext = has_extra ? (int32_t)smla_tool_rng_range(rng, 0, 700) : 0;
+    static const int32_t windows[] = {128, 128, 1, 5, 64, 200};
+    a->window = windows[smla_tool_rng_range(rng, 0, 5)];
+    a->bmm1_scale = (float)(0.03 + 0.09 * smla_tool_rng_uniform(rng));
+    a->bmm2_scale = (float)(0.5 + 1.5 * smla_tool_rng_uniform(rng));
+
+    smla_status st = make_pool(p, rng, c->swa_format, &a->swa);
+    if (st == SMLA_OK && has_extra)
+        st = make_pool(p, rng, c->extra_format, &a->extra);
+    if (st == SMLA_OK)
+        st = make_indices(p, rng, tokens, wswa, wext, has_extra);
+    if (st == SMLA_OK) {
+        a->swa_lens = lens_tensor(p, rng, tokens, wswa);
+        if (has_extra)
+            a->extra_lens = lens_tensor(p, rng, tokens, wext);
+        st = make_query_and_outputs(p, rng, c, tokens);
+    }
+    if (st == SMLA_OK && c->positions != SMLA_CHECK_POSITIONS_NONE)
+        st = make_positions(p, rng, c, tokens);
+    if (st != SMLA_OK) {
+        smla_check_problem_free(p);
+        return st;
+    }
+    snprintf(p->description, sizeof p->description,
+             "T=%lld H=%d q=%s swa=%s[%d]%s%s ext=%s[%d]%s window=%d requests=%d sinks=%s",
+             (long long)tokens, c->num_heads, c->q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16",
+             smla_kv_format_name(c->swa_format), wswa, a->swa_lens.data ? "+lens" : "",
+             a->extra_indices.data && a->extra_indices.data == (int32_t *)a->swa_indices.data + wswa ? " (shared)" : "",
+             has_extra ? smla_kv_format_name(c->extra_format) : "none", wext,
+             a->extra_lens.data ? "+lens" : "", a->window, p->num_requests, a->sinks.data ? "yes" : "no");
+    smla_check_problem_poison(p);
+    return SMLA_OK;
+}
+
+void smla_check_problem_poison(const smla_check_problem *p)
+{
+    uint16_t *out = p->args.out.data;
+    for (int64_t i = 0; i < p->out_elements; i++)
+        out[i] = SMLA_CHECK_OUT_POISON;
+    if (p->args.lse.data) {
+        uint32_t *lse = p->args.lse.data;
+        const int64_t n = p->args.lse.shape[0] * p->args.lse.stride[0];
+        for (int64_t i = 0; i < n; i++)
+            lse[i] = SMLA_CHECK_LSE_POISON;
+    }
+}
+
+void smla_check_problem_free(smla_check_problem *p)
+{
+    for (int i = 0; i < p->num_buffers; i++)
+        free(p->buffers[i]);
+    memset(p, 0, sizeof *p);
+}
