@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The GPU suite in one call: build with CUDA, run every GPU test, `smla check`, the demo
+# and the benchmarks; full logs under $OUT (default ./gpu-out), a short table last.
+#   scripts/gpu-check.sh [full|quick|sanitize] [extra smla bench args...]
+#     full      GPU tests, smla check, demo, all bench presets (default)
+#     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench
+#     sanitize  GPU tests and a short smla check under compute-sanitizer
+# Exit status: non-zero when any step failed.
+set -u
+mode=${1:-full}
+shift || true
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-out}
+mkdir -p "$out"
+build=$root/build-gpu
+jobs=$(nproc)
+
+# cJSON: the system's, or the Debian packages carried in .deps/ (the GPU image lacks it).
+cmake_args=()
+if [ ! -f /usr/include/cjson/cJSON.h ] && ls "$root"/.deps/libcjson*.deb >/dev/null 2>&1; then
+    for deb in "$root"/.deps/libcjson*.deb; do dpkg -x "$deb" /tmp/cjson-root; done
+    lib=$(find /tmp/cjson-root -name 'libcjson.so.*' | head -1)
+    ln -sf "$lib" "$(dirname "$lib")/libcjson.so"
+    cmake_args+=(-DCJSON_INCLUDE_DIR=/tmp/cjson-root/usr/include -DCJSON_LIBRARY="$(dirname "$lib")/libcjson.so")
+    export LD_LIBRARY_PATH="$(dirname "$lib"):${LD_LIBRARY_PATH:-}"
+fi
+
+summary=$out/summary.txt
+: >"$summary"
+step() { # step NAME COMMAND...: runs, logs to $out/NAME.log, records status and seconds
+    local name=$1
+    shift
+    local start=$SECONDS
+    "$@" >"$out/$name.log" 2>&1
+    local rc=$?
+    printf '%-22s %-6s %5ds\n' "$name" "$([ $rc = 0 ] && echo pass || echo FAIL:$rc)" $((SECONDS - start)) >>"$summary"
+    return $rc
+}
+
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/gpu.txt" 2>&1
+step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
+    step build cmake --build "$build" -j "$jobs" --target smla_cli gpu-tests bench_plan || {
+    cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
+smla=$build/smla
+
+for t in "$build"/tests/gpu_*; do
+    if [ "$mode" = sanitize ]; then
+        step "$(basename "$t")-memcheck" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$t"
+        step "$(basename "$t")-racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$t"
+    else
+        step "$(basename "$t")" "$t"
+    fi
+done
+case $mode in
+full)
+    step check "$smla" check --cases 2
+    step demo "$smla" demo
+    step bench "$smla" bench --json "$out/bench.json" "$@"
+    step bench_plan "$build/bench/bench_plan"
+    ;;
+quick)
+    step check "$smla" check
+    step demo "$smla" demo
+    step bench "$smla" bench --preset flashmla-shapes --json "$out/bench.json" "$@"
+    ;;
+sanitize)
+    step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
+    step check-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$smla" check --token-heads 128
+    ;;
+esac
+
+echo "---- logs (tails) ----"
+for f in "$out"/*.log; do echo "== $(basename "$f")"; tail -n 12 "$f"; done
+echo "---- gpu ----"; cat "$out/gpu.txt"
+echo "---- summary ($mode) ----"; cat "$summary"
+! grep -q FAIL "$summary"
