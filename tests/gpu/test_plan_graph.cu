@@ -208,7 +208,7 @@ static void test_graphs(cudaStream_t s)
 static void test_staging_guard(cudaStream_t s)
 {
     static const int32_t qa[] = {1, 1, 5000, 700}, pa[] = {10, 20, 30, 40};
-    static const int32_t qb[] = {1, 3000, 2, 9}, pb[] = {1000, 2000, 3000, 4000};
+    static const int32_t qb[] = {1, 3000, 3, 9}, pb[] = {1000, 2000, 3000, 4000};
     test_batch a, b;
     make_batch(&a, 4, qa, pa);
     make_batch(&b, 4, qb, pb);
