@@ -12,6 +12,15 @@ static void check_one(smla_context *ctx, const smla_check_config *cfg, smla_tool
 {
     smla_check_problem p;
     CHECK_STATUS(smla_check_problem_make(cfg, rng, &p), SMLA_OK);
+    if (cfg->positions == SMLA_CHECK_POSITIONS_PLAN) { /* the batch is a valid plan input */
+        const smla_plan_capacity cap = {(int32_t)p.args.q.shape[0] + 1, p.num_requests + 1, 0};
+        const smla_batch batch = {p.num_requests, p.query_start_loc, p.seq_lens, p.decode_threshold,
+                                  cfg->q_dtype, p.segment_cap};
+        smla_plan *plan = NULL;
+        CHECK_STATUS(smla_plan_create(ctx, &cap, SMLA_MEMORY_HOST, &plan), SMLA_OK);
+        CHECK_STATUS(smla_plan_build(plan, &batch, NULL), SMLA_OK);
+        smla_plan_destroy(plan);
+    }
     smla_attention_args a = p.args;
     a.backend = SMLA_BACKEND_CPU;
     const smla_status st = smla_attention(ctx, &a);

@@ -117,7 +117,11 @@ static smla_status make_positions(smla_check_problem *p, smla_tool_rng *rng,
         } else {
             decodes = 0;
             const int64_t hi = left < 300 ? left : 300;
-            q = smla_tool_rng_range(rng, p->decode_threshold + 1 < hi ? p->decode_threshold + 1 : hi, hi);
+            /* In a plan, a prefill is longer than the decode threshold. */
+            const int64_t lo = c->positions == SMLA_CHECK_POSITIONS_PLAN ? p->decode_threshold + 1 : 1;
+            if (hi < lo)
+                break; /* too few tokens left for a prefill: they stay padding */
+            q = smla_tool_rng_range(rng, lo, hi);
         }
         if (q > left)
             q = left;

@@ -111,6 +111,13 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v)
     return *reinterpret_cast<const uint32_t *>(&b);
 }
 
+__device__ __forceinline__ float e4m3_to_float(uint8_t v)
+{
+    uint32_t h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(static_cast<uint16_t>(v)));
+    return __half2float(__ushort_as_half(static_cast<unsigned short>(h2 & 0xFFFF)));
+}
+
 __device__ __forceinline__ float bf16_bits_to_float(uint16_t bits)
 {
     return __uint_as_float(static_cast<uint32_t>(bits) << 16);

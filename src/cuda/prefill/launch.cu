@@ -33,11 +33,11 @@ IndexParams index_params(const smla_index_set &set)
     return p;
 }
 
-// Largest head tile (<= 64) that still gives every SM a CTA; smaller tiles only when the
+// Largest head tile (<= max_ht) that still gives every SM a CTA; smaller tiles only when the
 // batch is too small to fill the GPU. The result does not depend on this choice.
-int heads_per_cta(int64_t tokens, int heads, int sm_count)
+int heads_per_cta(int64_t tokens, int heads, int sm_count, int max_ht)
 {
-    int ht = heads < 64 ? heads : 64;
+    int ht = heads < max_ht ? heads : max_ht;
     while (ht > 8 && tokens * (heads / ht) < sm_count)
         ht /= 2;
     return ht;
@@ -61,8 +61,11 @@ template <bool kFp8> cudaError_t launch_heads(const AttentionParams &p, cudaStre
     case 8: return launch<kFp8, 8>(p, stream);
     case 16: return launch<kFp8, 16>(p, stream);
     case 32: return launch<kFp8, 32>(p, stream);
-    default: return launch<kFp8, 64>(p, stream);
     }
+    if constexpr (kFp8)
+        return cudaErrorInvalidValue; // the FP8 path stops at 32 heads per CTA
+    else
+        return launch<kFp8, 64>(p, stream);
 }
 
 bool is_fp8_pool(const smla_index_set &set)
@@ -83,12 +86,15 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     AttentionParams p{};
     p.num_tokens = pr->num_tokens;
     p.num_heads = pr->num_heads;
-    p.heads_per_cta = heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count);
+    const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
+    const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
+    // The FP8 path's S accumulators need registers that 64 heads per CTA do not leave.
+    p.heads_per_cta = heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, fp8_path ? 32 : 64);
     const int64_t ctas = pr->num_tokens * (pr->num_heads / p.heads_per_cta);
     if (ctas > 0x7FFFFFFF)
         return smla_fail(ctx, SMLA_ERR_SHAPE, "q: %lld tokens are more than one launch can hold", (long long)pr->num_tokens);
     p.q = pr->q;
-    p.q_is_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
+    p.q_is_fp8 = q_fp8;
     p.q_token_stride = pr->q_token_stride;
     p.swa = pool_params(pr->swa);
     p.extra = pool_params(pr->extra);
@@ -111,7 +117,6 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.lse = pr->lse;
     p.lse_token_stride = pr->lse_token_stride;
 
-    const bool fp8_path = p.q_is_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
     cudaStream_t stream = static_cast<cudaStream_t>(pr->stream);
     const cudaError_t err = fp8_path ? launch_heads<true>(p, stream) : launch_heads<false>(p, stream);
     if (err != cudaSuccess)

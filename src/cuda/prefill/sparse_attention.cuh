@@ -38,7 +38,9 @@ template <bool kFp8, int kHT> struct PrefillConfig {
     static constexpr int kStages = kFp8 ? 2 : 1;              // BF16 tiles are 128 KB
     static constexpr int kTileBytes = kTileRows * kRowBytes;
     static constexpr int kQBytes = kHT * kRowBytes;
-    static constexpr int kPBytes = kHT * kTileRows * kElem;
+    // P^T: BF16, or on the FP8 path two E4M3 planes (hi, lo) whose sum carries ~8 bits.
+    static constexpr int kPPlaneBytes = kHT * kTileRows;
+    static constexpr int kPBytes = kFp8 ? 2 * kPPlaneBytes : kHT * kTileRows * 2;
     static constexpr int kTileOff = 0;
     static constexpr int kQOff = kTileOff + kStages * kTileBytes;
     static constexpr int kPOff = kQOff + kQBytes;
@@ -126,23 +128,45 @@ template <bool kFp8, int kHT> struct SparseAttention {
     }
 
     // S^T for this WG's 64 rows of the tile: s = K[64 x 512] . Q^T.
+    // FP8 wgmma keeps only about 14 bits of the running sum it accumulates into, which
+    // over 16 steps costs ~1e-2 in the logits; so each K step of 32 gets fresh
+    // accumulators and the steps are summed in FP32 (two buffers, one step in flight).
     static __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs, int wg)
     {
         constexpr int kSteps = kFp8 ? 16 : 32; // K = 512 in steps of 32 bytes
-        wgmma_fence();
+        auto desc_a = [&](int ks) {
+            return desc_sw128(tile + (ks / 4) * (kTileRows * 128) + wg * (64 * 128) + (ks % 4) * 32, 0);
+        };
+        auto desc_b = [&](int ks) { return desc_sw128(qs + (ks / 4) * (kHT * 128) + (ks % 4) * 32, 0); };
+        if constexpr (kFp8) {
+            float part[2][kSReg];
 #pragma unroll
-        for (int ks = 0; ks < kSteps; ks++) {
-            const int blk = ks / 4, within = (ks % 4) * 32;
-            const uint64_t a = desc_sw128(tile + blk * (kTileRows * 128) + wg * (64 * 128) + within, 0);
-            const uint64_t b = desc_sw128(qs + blk * (kHT * 128) + within, 0);
-            if constexpr (kFp8)
-                WgmmaFp8SS<kHT>::run(s, a, b, ks > 0);
-            else
-                WgmmaBf16SS<kHT>::run(s, a, b, ks > 0);
+            for (int ks = 0; ks < kSteps; ks++) {
+                wgmma_fence();
+                WgmmaFp8SS<kHT>::run(part[ks % 2], desc_a(ks), desc_b(ks), 0);
+                wgmma_commit();
+                if (ks == 0)
+                    continue;
+                wgmma_wait<1>();
+                fence_regs(part[(ks - 1) % 2]);
+#pragma unroll
+                for (int i = 0; i < kSReg; i++)
+                    s[i] = ks == 1 ? part[0][i] : s[i] + part[(ks - 1) % 2][i];
+            }
+            wgmma_wait<0>();
+            fence_regs(part[(kSteps - 1) % 2]);
+#pragma unroll
+            for (int i = 0; i < kSReg; i++)
+                s[i] += part[(kSteps - 1) % 2][i];
+        } else {
+            wgmma_fence();
+#pragma unroll
+            for (int ks = 0; ks < kSteps; ks++)
+                WgmmaBf16SS<kHT>::run(s, desc_a(ks), desc_b(ks), ks > 0);
+            wgmma_commit();
+            wgmma_wait<0>();
+            fence_regs(s);
         }
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_regs(s);
     }
 
     // O^T[this WG's 256 dims] += V^T . P^T over the tile.
@@ -171,10 +195,13 @@ template <bool kFp8, int kHT> struct SparseAttention {
                     fa = make_uint4(tlo[0], tlo[1], thi[0], thi[1]);
                     fb = make_uint4(tlo[2], tlo[3], thi[2], thi[3]);
                 }
-                const uint64_t b = desc_sw128(ps + step * 32, 0);
+                const uint64_t b_hi = desc_sw128(ps + step * 32, 0);
+                const uint64_t b_lo = desc_sw128(ps + Cfg::kPPlaneBytes + step * 32, 0);
 #pragma unroll
-                for (int m = 0; m < 4; m++)
-                    WgmmaFp8RS<kHT>::run(o[m], frag[step % 2][m], b, 1);
+                for (int m = 0; m < 4; m++) {
+                    WgmmaFp8RS<kHT>::run(o[m], frag[step % 2][m], b_hi, 1);
+                    WgmmaFp8RS<kHT>::run(o[m], frag[step % 2][m], b_lo, 1);
+                }
                 wgmma_commit();
                 // The buffer written next step was read by the group before this one.
                 wgmma_wait<1>();
@@ -345,8 +372,14 @@ template <bool kFp8, int kHT> struct SparseAttention {
             for (int i = 0; i < kSReg; i++) {
                 const int col = acc_col(i, lane), r = r_lo + ((i % 4) >= 2 ? 8 : 0);
                 if constexpr (kFp8) {
-                    const uint16_t v = f32x2_to_e4m3x2(s[i] * kPScale, 0.f);
-                    ps[swizzle128(col, fp8_k_of_row(r))] = static_cast<uint8_t>(v & 0xFF);
+                    // One E4M3 keeps 3 mantissa bits, which leaves ~2% in the output of a
+                    // flat softmax; hi + lo keeps the error near 2^-8.
+                    const float v = s[i] * kPScale;
+                    const uint8_t hi = static_cast<uint8_t>(f32x2_to_e4m3x2(v, 0.f) & 0xFF);
+                    const uint8_t lo = static_cast<uint8_t>(f32x2_to_e4m3x2(v - e4m3_to_float(hi), 0.f) & 0xFF);
+                    const uint32_t at = swizzle128(col, fp8_k_of_row(r));
+                    ps[at] = hi;
+                    ps[Cfg::kPPlaneBytes + at] = lo;
                 } else {
                     const __nv_bfloat16 v = __float2bfloat16_rn(s[i]);
                     *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, col, r * 2)) = v;
