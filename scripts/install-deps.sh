@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what building and testing smla needs and a fresh Debian/Ubuntu machine may lack:
+# a C compiler, CMake, cJSON (Debian's libcjson-dev), Python 3 with NumPy and pytest.
+# The CUDA toolkit is optional (without nvcc the build is CPU-only).
+set -euo pipefail
+sudo=""
+[ "$(id -u)" = 0 ] || sudo="sudo"
+missing=()
+command -v cc >/dev/null || missing+=(gcc)
+command -v cmake >/dev/null || missing+=(cmake)
+command -v python3 >/dev/null || missing+=(python3 python3-pip)
+[ -f /usr/include/cjson/cJSON.h ] || missing+=(libcjson-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if ! python3 -c 'import numpy, pytest' 2>/dev/null; then
+    python3 -m pip install -q numpy pytest 2>/dev/null ||
+        python3 -m pip install -q --break-system-packages numpy pytest
+fi
