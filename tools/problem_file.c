@@ -56,23 +56,23 @@ static smla_status check_names(const loader *l)
             known = !strcmp(name, tensor_names[k]);
         if (!known)
             return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                                "unknown tensor '%.80s' (a problem file holds q, swa_cache, "
-                                "extra_cache, swa_indices, extra_indices, swa_lens, "
-                                "extra_lens, cu_seqlens_q, seq_lens, sinks)",
-                                name);
+                                  "unknown tensor '%.80s' (a problem file holds q, swa_cache, "
+                                  "extra_cache, swa_indices, extra_indices, swa_lens, "
+                                  "extra_lens, cu_seqlens_q, seq_lens, sinks)",
+                                  name);
     }
     static const char *const required[] = {"q", "swa_cache", "swa_indices"};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!smla_st_find_tensor(l->file, required[i]))
             return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT, "missing tensor '%s'",
-                                required[i]);
+                                  required[i]);
     const int has_cache = smla_st_find_tensor(l->file, "extra_cache") != NULL;
     const int has_indices = smla_st_find_tensor(l->file, "extra_indices") != NULL;
     if (has_cache != has_indices)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s' is given without '%s' (give both or neither)",
-                            has_cache ? "extra_cache" : "extra_indices",
-                            has_cache ? "extra_indices" : "extra_cache");
+                              "tensor '%s' is given without '%s' (give both or neither)",
+                              has_cache ? "extra_cache" : "extra_indices",
+                              has_cache ? "extra_indices" : "extra_cache");
     return SMLA_OK;
 }
 
@@ -85,11 +85,10 @@ static smla_status metadata_float(const loader *l, const char *key, float fallba
     if (!text)
         return SMLA_OK;
     char *end;
-    errno = 0;
     const double d = strtod(text, &end);
     if (end == text || *end || !isfinite(d) || fabs(d) > FLT_MAX)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "metadata '%s': '%.40s' is not a finite float32 number", key, text);
+                              "metadata '%s': '%.40s' is not a finite float32 number", key, text);
     *value = (float)d;
     return SMLA_OK;
 }
@@ -107,8 +106,8 @@ static smla_status metadata_count(const loader *l, const char *key, int32_t fall
     const long long n = strtoll(text, &end, 10);
     if (end == text || *end || errno || n < 1 || n > INT32_MAX)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "metadata '%s': '%.40s' is not an integer in [1, %d]", key, text,
-                            INT32_MAX);
+                              "metadata '%s': '%.40s' is not an integer in [1, %d]", key, text,
+                              INT32_MAX);
     *value = (int32_t)n;
     return SMLA_OK;
 }
@@ -119,17 +118,17 @@ static smla_status load_metadata(loader *l)
     const char *format = smla_st_find_metadata(l->file, "kv_format");
     if (!format)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "metadata 'kv_format' is missing (bf16, fp8 or fp8_ds_mla)");
+                              "metadata 'kv_format' is missing (bf16, fp8 or fp8_ds_mla)");
     l->kv_format = smla_kv_format_parse(format);
     if (l->kv_format == SMLA_KV_INVALID)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "metadata 'kv_format': unknown format '%.40s' (bf16, fp8 or "
-                            "fp8_ds_mla)",
-                            format);
+                              "metadata 'kv_format': unknown format '%.40s' (bf16, fp8 or "
+                              "fp8_ds_mla)",
+                              format);
     smla_status st = metadata_count(l, "block_size", 0, &l->block_size);
     if (st == SMLA_OK && l->kv_format == SMLA_KV_FP8_DS_MLA && !l->block_size)
         st = smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                          "metadata 'block_size' is required with kv_format fp8_ds_mla");
+                            "metadata 'block_size' is required with kv_format fp8_ds_mla");
     if (st == SMLA_OK)
         st = metadata_float(l, "bmm1_scale", 1.0f, &a->bmm1_scale);
     if (st == SMLA_OK)
@@ -148,7 +147,7 @@ static smla_status aligned_copy(loader *l, const smla_st_tensor *t, void **copy)
     *copy = bytes >= t->nbytes ? aligned_alloc(BUFFER_ALIGN, bytes) : NULL;
     if (!*copy)
         return smla_tool_fail(l->error, SMLA_ERR_OUT_OF_MEMORY,
-                            "tensor '%s': out of memory for %zu bytes", t->name, t->nbytes);
+                              "tensor '%s': out of memory for %zu bytes", t->name, t->nbytes);
     if (t->nbytes)
         memcpy(*copy, t->data, t->nbytes);
     l->problem->buffers[l->problem->num_buffers++] = *copy;
@@ -165,8 +164,8 @@ static smla_status load_tensor(loader *l, const char *name, smla_tensor *tensor)
         return SMLA_OK;
     if (t->ndim > SMLA_MAX_DIMS)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': %d dimensions, more than any input has", name,
-                            t->ndim);
+                              "tensor '%s': %d dimensions, more than any input has", name,
+                              t->ndim);
     smla_status st = aligned_copy(l, t, &tensor->data);
     if (st != SMLA_OK)
         return st;
@@ -203,19 +202,19 @@ static smla_status load_row_pool(loader *l, const smla_st_tensor *t, smla_kv_poo
     char shape[96];
     if (t->dtype != dtype)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': dtype %s, but kv_format %s needs %s", t->name,
-                            smla_st_dtype_name(t->dtype), smla_kv_format_name(l->kv_format),
-                            smla_st_dtype_name(dtype));
+                              "tensor '%s': dtype %s, but kv_format %s needs %s", t->name,
+                              smla_st_dtype_name(t->dtype), smla_kv_format_name(l->kv_format),
+                              smla_st_dtype_name(dtype));
     if (t->ndim != 3 || t->shape[2] != SMLA_HEAD_DIM || t->shape[1] < 1 ||
         t->shape[1] > INT32_MAX)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': shape %s, expected [num_blocks, block_size >= 1, %d]",
-                            t->name, format_shape(t, shape, sizeof shape), SMLA_HEAD_DIM);
+                              "tensor '%s': shape %s, expected [num_blocks, block_size >= 1, %d]",
+                              t->name, format_shape(t, shape, sizeof shape), SMLA_HEAD_DIM);
     if (l->block_size && t->shape[1] != l->block_size)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': block size %lld (dim 1), but metadata block_size "
-                            "is %d",
-                            t->name, (long long)t->shape[1], (int)l->block_size);
+                              "tensor '%s': block size %lld (dim 1), but metadata block_size "
+                              "is %d",
+                              t->name, (long long)t->shape[1], (int)l->block_size);
     void *data;
     smla_status st = aligned_copy(l, t, &data);
     if (st == SMLA_OK)
@@ -231,19 +230,19 @@ static smla_status load_block_pool(loader *l, const smla_st_tensor *t, smla_kv_p
     char shape[96];
     if (t->dtype != SMLA_DTYPE_U8)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': dtype %s, but kv_format fp8_ds_mla needs U8 (raw "
-                            "block bytes)",
-                            t->name, smla_st_dtype_name(t->dtype));
+                              "tensor '%s': dtype %s, but kv_format fp8_ds_mla needs U8 (raw "
+                              "block bytes)",
+                              t->name, smla_st_dtype_name(t->dtype));
     if (t->ndim != 2)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': shape %s, expected [num_blocks, block_bytes]",
-                            t->name, format_shape(t, shape, sizeof shape));
+                              "tensor '%s': shape %s, expected [num_blocks, block_bytes]",
+                              t->name, format_shape(t, shape, sizeof shape));
     if (t->shape[1] < need)
         return smla_tool_fail(l->error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '%s': %lld bytes per block, fewer than the %lld that "
-                            "block_size %d needs in fp8_ds_mla",
-                            t->name, (long long)t->shape[1], (long long)need,
-                            (int)l->block_size);
+                              "tensor '%s': %lld bytes per block, fewer than the %lld that "
+                              "block_size %d needs in fp8_ds_mla",
+                              t->name, (long long)t->shape[1], (long long)need,
+                              (int)l->block_size);
     void *data;
     smla_status st = aligned_copy(l, t, &data);
     if (st == SMLA_OK) {

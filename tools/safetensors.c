@@ -112,9 +112,9 @@ static smla_status check_no_overlap(span *spans, size_t count, smla_tool_error *
     for (size_t i = 1; i < count; i++)
         if (spans[i].begin < spans[i - 1].end)
             return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                "tensors '" NAME_SHOWN "' and '" NAME_SHOWN
-                                "' overlap in the data region",
-                                spans[i - 1].name, spans[i].name);
+                                  "tensors '" NAME_SHOWN "' and '" NAME_SHOWN
+                                  "' overlap in the data region",
+                                  spans[i - 1].name, spans[i].name);
     return SMLA_OK;
 }
 
@@ -123,13 +123,13 @@ static smla_status parse_dtype(const char *name, const cJSON *item, smla_dtype *
 {
     if (!cJSON_IsString(item))
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': dtype is not a string", name);
+                              "tensor '" NAME_SHOWN "': dtype is not a string", name);
     *dtype = dtype_parse(item->valuestring);
     if (*dtype == SMLA_DTYPE_INVALID)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': unsupported dtype '%.32s' "
-                            "(supported: BF16, F8_E4M3, F32, I32, U8)",
-                            name, item->valuestring);
+                              "tensor '" NAME_SHOWN "': unsupported dtype '%.32s' "
+                              "(supported: BF16, F8_E4M3, F32, I32, U8)",
+                              name, item->valuestring);
     return SMLA_OK;
 }
 
@@ -138,19 +138,19 @@ static smla_status parse_shape(const char *name, const cJSON *item, smla_st_tens
 {
     if (!cJSON_IsArray(item))
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': shape is not an array", name);
+                              "tensor '" NAME_SHOWN "': shape is not an array", name);
     int ndim = 0;
     for (const cJSON *dim = item->child; dim; dim = dim->next) {
         uint64_t size;
         if (ndim == SMLA_ST_MAX_DIMS)
             return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                "tensor '" NAME_SHOWN "': more than %d dimensions", name,
-                                SMLA_ST_MAX_DIMS);
+                                  "tensor '" NAME_SHOWN "': more than %d dimensions", name,
+                                  SMLA_ST_MAX_DIMS);
         if (!json_uint(dim, &size))
             return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                "tensor '" NAME_SHOWN "': shape[%d] is not a non-negative "
-                                "integer below 2^53",
-                                name, ndim);
+                                  "tensor '" NAME_SHOWN "': shape[%d] is not a non-negative "
+                                  "integer below 2^53",
+                                  name, ndim);
         t->shape[ndim++] = (int64_t)size;
     }
     t->ndim = ndim;
@@ -163,9 +163,9 @@ static smla_status parse_offsets(const char *name, const cJSON *item, span *s,
     if (!cJSON_IsArray(item) || cJSON_GetArraySize(item) != 2 ||
         !json_uint(item->child, &s->begin) || !json_uint(item->child->next, &s->end))
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': data_offsets is not a pair of "
-                            "non-negative integers",
-                            name);
+                              "tensor '" NAME_SHOWN "': data_offsets is not a pair of "
+                              "non-negative integers",
+                              name);
     return SMLA_OK;
 }
 
@@ -179,7 +179,7 @@ static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, "a tensor has an empty name");
     if (!cJSON_IsObject(entry))
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': header entry is not an object", name);
+                              "tensor '" NAME_SHOWN "': header entry is not an object", name);
     const cJSON *fields[3] = {NULL, NULL, NULL};
     static const char *const field_names[3] = {"dtype", "shape", "data_offsets"};
     for (const cJSON *f = entry->child; f; f = f->next) {
@@ -188,19 +188,19 @@ static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
             k++;
         if (k == 3)
             return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                "tensor '" NAME_SHOWN "': unknown field '%.32s'", name,
-                                f->string);
+                                  "tensor '" NAME_SHOWN "': unknown field '%.32s'", name,
+                                  f->string);
         if (fields[k])
             return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                "tensor '" NAME_SHOWN "': duplicate field '%s'", name,
-                                field_names[k]);
+                                  "tensor '" NAME_SHOWN "': duplicate field '%s'", name,
+                                  field_names[k]);
         fields[k] = f;
     }
     for (int k = 0; k < 3; k++)
         if (!fields[k])
             return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                "tensor '" NAME_SHOWN "': missing field '%s'", name,
-                                field_names[k]);
+                                  "tensor '" NAME_SHOWN "': missing field '%s'", name,
+                                  field_names[k]);
     smla_status st;
     if ((st = parse_dtype(name, fields[0], &t->dtype, error)) != SMLA_OK ||
         (st = parse_shape(name, fields[1], t, error)) != SMLA_OK ||
@@ -208,23 +208,23 @@ static smla_status parse_tensor(const cJSON *entry, const unsigned char *data,
         return st;
     if (s->begin > s->end)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': data_offsets begin %llu > end %llu",
-                            name, (unsigned long long)s->begin, (unsigned long long)s->end);
+                              "tensor '" NAME_SHOWN "': data_offsets begin %llu > end %llu",
+                              name, (unsigned long long)s->begin, (unsigned long long)s->end);
     if (s->end > data_size)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': data_offsets end %llu is past the %zu "
-                            "bytes of the data region (truncated file?)",
-                            name, (unsigned long long)s->end, data_size);
+                              "tensor '" NAME_SHOWN "': data_offsets end %llu is past the %zu "
+                              "bytes of the data region (truncated file?)",
+                              name, (unsigned long long)s->end, data_size);
     size_t nbytes;
     if (!smla_st_tensor_bytes(t->dtype, t->ndim, t->shape, &nbytes))
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': byte size of its shape overflows", name);
+                              "tensor '" NAME_SHOWN "': byte size of its shape overflows", name);
     if (nbytes != s->end - s->begin)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "tensor '" NAME_SHOWN "': data_offsets hold %llu bytes but its "
-                            "%s shape needs %zu",
-                            name, (unsigned long long)(s->end - s->begin),
-                            smla_st_dtype_name(t->dtype), nbytes);
+                              "tensor '" NAME_SHOWN "': data_offsets hold %llu bytes but its "
+                              "%s shape needs %zu",
+                              name, (unsigned long long)(s->end - s->begin),
+                              smla_st_dtype_name(t->dtype), nbytes);
     t->name = name;
     t->data = data + s->begin;
     t->nbytes = nbytes;
@@ -250,7 +250,7 @@ static smla_status parse_metadata(const cJSON *entry, smla_st_file *file,
     for (const cJSON *m = entry->child; m && st == SMLA_OK; m = m->next) {
         if (!cJSON_IsString(m)) {
             st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                              "metadata '" NAME_SHOWN "' is not a string", m->string);
+                                "metadata '" NAME_SHOWN "' is not a string", m->string);
             break;
         }
         file->metadata[file->num_metadata].key = m->string;
@@ -272,21 +272,21 @@ static smla_status parse_json(const unsigned char *text, size_t length, cJSON **
     char *copy = calloc(length + 16, 1);
     if (!copy)
         return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY,
-                            "out of memory for a %zu-byte header", length);
+                              "out of memory for a %zu-byte header", length);
     memcpy(copy, text, length);
     const char *end = NULL;
     *root = cJSON_ParseWithOpts(copy, &end, 0);
     smla_status st = SMLA_OK;
     if (!*root) {
         st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                          "header is not valid JSON (error near header byte %td)",
-                          end ? end - copy : (ptrdiff_t)0);
+                            "header is not valid JSON (error near header byte %td)",
+                            end ? end - copy : (ptrdiff_t)0);
     } else {
         for (const char *p = end; p < copy + length && st == SMLA_OK; p++)
             if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
                 st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                  "header has bytes after its JSON object (header byte %td)",
-                                  p - copy);
+                                    "header has bytes after its JSON object (header byte %td)",
+                                    p - copy);
         if (st == SMLA_OK && !cJSON_IsObject(*root))
             st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, "header is not a JSON object");
     }
@@ -307,7 +307,7 @@ static smla_status parse_entries(const cJSON *root, const unsigned char *data,
     smla_status st = SMLA_OK;
     if (!file->tensors || !spans || !names)
         st = smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu tensors",
-                          count);
+                            count);
     size_t num_names = 0, num_spans = 0;
     const cJSON *metadata = NULL;
     for (const cJSON *e = root->child; e && st == SMLA_OK; e = e->next) {
@@ -345,22 +345,22 @@ smla_status smla_st_parse(const void *bytes, size_t size, smla_st_file *file,
         return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "bytes is NULL");
     if (size < 8)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "file is %zu bytes: too short for the 8-byte header length", size);
+                              "file is %zu bytes: too short for the 8-byte header length", size);
     const unsigned char *p = bytes;
     uint64_t header_bytes = 0;
     for (int i = 7; i >= 0; i--)
         header_bytes = header_bytes << 8 | p[i];
     if (header_bytes > SMLA_ST_MAX_HEADER_BYTES)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "header length %llu is absurd (limit %llu): not a "
-                            "safetensors file?",
-                            (unsigned long long)header_bytes,
-                            (unsigned long long)SMLA_ST_MAX_HEADER_BYTES);
+                              "header length %llu is absurd (limit %llu): not a "
+                              "safetensors file?",
+                              (unsigned long long)header_bytes,
+                              (unsigned long long)SMLA_ST_MAX_HEADER_BYTES);
     if (header_bytes > size - 8)
         return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "header length %llu exceeds the %zu bytes after it (truncated "
-                            "or not a safetensors file)",
-                            (unsigned long long)header_bytes, size - 8);
+                              "header length %llu exceeds the %zu bytes after it (truncated "
+                              "or not a safetensors file)",
+                              (unsigned long long)header_bytes, size - 8);
     cJSON *root = NULL;
     smla_status st = parse_json(p + 8, (size_t)header_bytes, &root, error);
     if (st == SMLA_OK)
@@ -449,16 +449,16 @@ static smla_status check_writable(const smla_st_tensor *tensors, size_t num_tens
             return smla_tool_fail(error, SMLA_ERR_VALUE, "tensor %zu has no usable name", i);
         if (!smla_st_dtype_name(t->dtype))
             return smla_tool_fail(error, SMLA_ERR_DTYPE, "tensor '%s': invalid dtype %d",
-                                t->name, (int)t->dtype);
+                                  t->name, (int)t->dtype);
         if (!smla_st_tensor_bytes(t->dtype, t->ndim, t->shape, &nbytes))
             return smla_tool_fail(error, SMLA_ERR_SHAPE, "tensor '%s': invalid shape", t->name);
         if (nbytes != t->nbytes)
             return smla_tool_fail(error, SMLA_ERR_SHAPE,
-                                "tensor '%s': nbytes %zu but its shape needs %zu", t->name,
-                                t->nbytes, nbytes);
+                                  "tensor '%s': nbytes %zu but its shape needs %zu", t->name,
+                                  t->nbytes, nbytes);
         if (nbytes && !t->data)
             return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "tensor '%s': data is NULL",
-                                t->name);
+                                  t->name);
     }
     for (size_t i = 0; i < num_metadata; i++)
         if (!metadata[i].key || !metadata[i].key[0] || !metadata[i].value)
@@ -560,7 +560,7 @@ smla_status smla_st_encode(const smla_st_tensor *tensors, size_t num_tensors,
     if (!out) {
         cJSON_free(text);
         return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes",
-                            8 + header_bytes + data_bytes);
+                              8 + header_bytes + data_bytes);
     }
     for (int i = 0; i < 8; i++)
         out[i] = (unsigned char)((uint64_t)header_bytes >> (8 * i));
@@ -594,13 +594,13 @@ smla_status smla_st_write_file(const char *path, const smla_st_tensor *tensors,
     if (!f) {
         free(bytes);
         return smla_tool_fail(error, SMLA_ERR_IO, "cannot create '%s': %s", path,
-                            strerror(errno));
+                              strerror(errno));
     }
     size_t written = fwrite(bytes, 1, size, f);
     int write_errno = errno;
     free(bytes);
     if (fclose(f) != 0 || written != size)
         return smla_tool_fail(error, SMLA_ERR_IO, "cannot write '%s': %s", path,
-                            strerror(written != size ? write_errno : errno));
+                              strerror(written != size ? write_errno : errno));
     return SMLA_OK;
 }
