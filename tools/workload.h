@@ -62,6 +62,7 @@ typedef struct smla_workload {
     int64_t active_entries;   /* valid active entries over all tokens */
     double flops;             /* 2 * heads * (512 + 512) * active_entries (DESIGN 6) */
     double kv_bytes;          /* bytes of the KV rows those entries gather */
+    size_t total_bytes;       /* of all its buffers, pools included: one device copy */
     void *buffers[SMLA_WORKLOAD_BUFFERS];
     int num_buffers;
 } smla_workload;

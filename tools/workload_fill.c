@@ -24,6 +24,7 @@ void *smla_workload_buffer(smla_workload *w, size_t bytes)
     if (!raw)
         return NULL;
     w->buffers[w->num_buffers++] = raw;
+    w->total_bytes += bytes;
     return raw + (ALIGN - (uintptr_t)raw % ALIGN);
 }
 

@@ -1,0 +1,44 @@
+# smla demo on the CPU backend: exit 0, the error against the reference and the
+# segmentation-invariance check reported; --help; bad options exit 2. smla bench's option
+# errors and --list (no GPU needed). Usage: bash cli_demo.sh <smla-binary> <repo-root>
+set -u
+smla=$1
+failures=0
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+fail() {
+    echo "FAIL: $*" >&2
+    failures=$((failures + 1))
+}
+
+expect() { # exit-code pattern args...
+    local want=$1 pattern=$2
+    shift 2
+    "$smla" "$@" >"$out" 2>&1
+    local rc=$?
+    [ $rc -eq "$want" ] || fail "smla $* exited $rc, expected $want: $(tail -5 "$out")"
+    grep -q -- "$pattern" "$out" || fail "smla $* did not print '$pattern': $(tail -5 "$out")"
+}
+
+expect 0 "error against the CPU reference: out relative Frobenius" demo --backend cpu
+cat "$out"
+grep -q "CPU backend: batch scaled down" "$out" || fail "demo does not say the batch was scaled"
+grep -q "bit-identical" "$out" || fail "demo does not report the plan run as bit-identical"
+grep -q "NaN 0" "$out" || fail "demo reports NaN"
+grep -q "^smla demo: PASS" "$out" || fail "demo did not pass"
+
+expect 0 "usage: smla demo" demo --help
+expect 2 "cpu or cuda" demo --backend tpu
+expect 2 "bad option" demo --frobnicate
+
+expect 0 "v4-pro-tp8 q4096+p65536" bench --list
+expect 0 "decode-v41-flash-tp1 b256" bench --list --preset decode-v41-flash-tp1
+expect 0 "usage: smla bench" bench --help
+expect 2 "not a preset" bench --preset nope --list
+expect 2 "not a positive integer or off" bench --cap 0 --list
+expect 2 "fp8, bf16 or fp8_ds_mla" bench --kv int4 --list
+expect 2 "iters" bench --iters 0
+
+[ $failures -eq 0 ] && echo "cli_demo: all checks passed"
+exit $((failures > 0))
