@@ -36,13 +36,24 @@ static smla_status cuda_failed(cudaError_t err, const char *what, smla_tool_erro
                           cudaGetErrorString(err));
 }
 
+/* A host function on the stream that holds it while the host enqueues every timed run:
+ * the runs then execute back to back, and the events time the GPU, not the host's
+ * per-call cost (validation and launch), which would otherwise show for short calls. */
+static void CUDART_CB hold_stream(void *milliseconds)
+{
+    const long ms = *(const long *)milliseconds;
+    const struct timespec hold = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&hold, NULL);
+}
+
 /* Records events[2i] and events[2i+1] around timed run i, then reads them after one
  * synchronisation, so the host never stalls the stream between runs. */
 static smla_status timed_runs(smla_timed_call call, void *user, int first, int iters,
                               cudaStream_t stream, cudaEvent_t *events, double *ms,
                               smla_tool_error *error)
 {
-    cudaError_t err = cudaSuccess;
+    long hold_ms = 5 + iters / 10; /* well above the host's enqueue time of the runs */
+    cudaError_t err = cudaLaunchHostFunc(stream, hold_stream, &hold_ms);
     smla_status st = SMLA_OK;
     for (int i = 0; i < iters && st == SMLA_OK && err == cudaSuccess; i++) {
         err = cudaEventRecord(events[2 * i], stream);
@@ -51,10 +62,12 @@ static smla_status timed_runs(smla_timed_call call, void *user, int first, int i
         if (st == SMLA_OK && err == cudaSuccess)
             err = cudaEventRecord(events[2 * i + 1], stream);
     }
+    /* always: hold_stream reads hold_ms */
+    const cudaError_t sync = cudaStreamSynchronize(stream);
     if (st != SMLA_OK)
         return st;
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
+        err = sync;
     for (int i = 0; i < iters && err == cudaSuccess; i++) {
         float elapsed = 0.0f;
         err = cudaEventElapsedTime(&elapsed, events[2 * i], events[2 * i + 1]);

@@ -9,7 +9,7 @@
 #include "device_args.h"
 #include "workload.h"
 
-#define SMLA_MAX_DEVICE_COPIES 32
+#define SMLA_MAX_DEVICE_COPIES 64
 
 typedef struct smla_device_workload {
     smla_device_args copies[SMLA_MAX_DEVICE_COPIES];
