@@ -267,16 +267,16 @@ static void print_header(void)
 
 static void print_row(const smla_bench_case *c, const smla_workload *w, const case_result *r)
 {
-    char cap[16];
-    if (r->cap < 0)
-        snprintf(cap, sizeof cap, "-");
-    else if (r->cap == 0)
+    char cap[16] = "-", segments[16] = "-"; /* no plan */
+    if (r->cap == 0)
         snprintf(cap, sizeof cap, "off");
-    else
+    else if (r->cap > 0)
         snprintf(cap, sizeof cap, "%d", r->cap);
-    printf("%-34s %-4s %-10s %6d %5d %8.1f %5s %4d %6d %10.1f %8.1f %7.0f\n", c->name,
+    if (r->segments >= 0)
+        snprintf(segments, sizeof segments, "%d", r->segments);
+    printf("%-34s %-4s %-10s %6d %5d %8.1f %5s %4s %6d %10.1f %8.1f %7.0f\n", c->name,
            dtype_name(c->q_dtype), smla_kv_format_name(c->kv_format), w->num_tokens, c->heads,
-           (double)w->active_entries / w->num_tokens, cap, r->segments, r->copies, r->time_us,
+           (double)w->active_entries / w->num_tokens, cap, segments, r->copies, r->time_us,
            w->flops / r->time_us * 1e-6, w->kv_bytes / r->time_us * 1e-3);
     fflush(stdout);
 }
