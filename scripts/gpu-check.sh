@@ -56,6 +56,7 @@ full)
     step check "$smla" check --cases 2
     step demo "$smla" demo
     step bench "$smla" bench --json "$out/bench.json" "$@"
+    step bench_caps "$smla" bench --preset v41-flash-tp4 --cap 256,512,1024,2048,off --json "$out/bench_caps.json"
     step bench_plan "$build/bench/bench_plan"
     ;;
 quick)
