@@ -2,6 +2,9 @@
 // per CTA from the problem and the GPU, and launches it on the caller's stream.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
+
+#include "fp8_token_wg.cuh"
 #include "sparse_attention.cuh"
 
 extern "C" {
@@ -52,6 +55,19 @@ template <bool kFp8, int kHT> cudaError_t launch(const AttentionParams &p, cudaS
         return err;
     const int64_t ctas = p.num_tokens * (p.num_heads / kHT);
     kernel<<<static_cast<unsigned>(ctas), kThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
+{
+    constexpr int smem = fp8wg::smem_bytes<kHT>();
+    auto kernel = fp8wg::kernel<kHT>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess)
+        return err;
+    constexpr int wgs = fp8wg::wgs_per_cta<kHT>();
+    const int64_t items = p.num_tokens * (p.num_heads / kHT);
+    kernel<<<static_cast<unsigned>((items + wgs - 1) / wgs), fp8wg::kWGThreads * wgs, smem, stream>>>(p);
     return cudaGetLastError();
 }
 
@@ -118,7 +134,14 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.lse_token_stride = pr->lse_token_stride;
 
     cudaStream_t stream = static_cast<cudaStream_t>(pr->stream);
-    const cudaError_t err = fp8_path ? launch_heads<true>(p, stream) : launch_heads<false>(p, stream);
+    cudaError_t err;
+    if (fp8_path && !getenv("SMLA_FP8_V1")) {
+        p.heads_per_cta = heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count * 2, 32);
+        err = p.heads_per_cta == 32 ? launch_fp8<32>(p, stream)
+              : p.heads_per_cta == 16 ? launch_fp8<16>(p, stream) : launch_fp8<8>(p, stream);
+    } else {
+        err = fp8_path ? launch_heads<true>(p, stream) : launch_heads<false>(p, stream);
+    }
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
     return smla_succeed(ctx);

@@ -465,6 +465,9 @@ template <bool kFp8, int kHT> struct SparseAttention {
     }
 };
 
+static_assert(PrefillConfig<false, 64>::kSmemBytes <= 227 * 1024 && PrefillConfig<true, 32>::kSmemBytes <= 227 * 1024,
+              "shared memory per CTA");
+
 template <bool kFp8, int kHT>
 __global__ void __launch_bounds__(kThreads, 1) sparse_attention_kernel(const __grid_constant__ AttentionParams p)
 {

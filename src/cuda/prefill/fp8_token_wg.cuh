@@ -1,0 +1,361 @@
+// SM90 sparse MLA attention, FP8 path (E4M3 queries, `fp8` caches): every warpgroup (WG)
+// works alone on one token and kHT (8..32) of its heads, 64 KV entries (a tile) at a time;
+// a CTA holds kWGs such WGs. Heads are independent, so WGs never wait for each other:
+// each gathers its own tiles (WGs of one token read the same rows, which stay in L2),
+// keeps its own softmax and synchronises only its 128 threads.
+//
+//   S^T[64 x HT]  = K[64 x 512] . Q^T     FP8 wgmma, both operands in shared memory
+//   O^T[512 x HT] += V^T[512 x 64] . P^T  FP8 wgmma, V^T fragments built in registers
+//
+// KV entries sit on wgmma's M side and heads on N, so 8-32 heads need no padding. FP8
+// wgmma wants K-major operands, which V^T is not: its A fragments are built in registers
+// from the gathered rows with 4x4 byte transposes. The fragment rows are a permutation of
+// the dims that gives each thread four consecutive dims (8-byte output stores), and the
+// K order a permutation of the tile rows that keeps those shared-memory reads free of bank
+// conflicts; P is written in the same K order.
+//
+// Precision: FP8 wgmma keeps only ~14 bits of a running sum, so each K step of S gets
+// fresh accumulators and the steps are added in FP32. One E4M3 per probability leaves
+// ~2% in the output of a flat softmax, so P is stored as two E4M3 planes, hi + lo, of
+// p * 256 (the factor keeps p >= 2^-14 out of the subnormals) and both are multiplied.
+// Every head is computed alone, so the result depends neither on kHT nor on the batch.
+#pragma once
+#include <cstdint>
+
+#include "../common/sm90.cuh"
+#include "../common/token_entries.cuh"
+#include "../common/wgmma_ops.cuh"
+#include "params.cuh"
+
+namespace smla {
+namespace fp8wg {
+
+constexpr int kRows = 64;          // KV entries per tile
+constexpr int kWGThreads = 128;
+constexpr float kPScale = 256.0f;
+
+template <int kHT> struct Layout { // one WG's shared memory
+    static constexpr int kStages = 2;
+    static constexpr int kTileBytes = kRows * 512;
+    static constexpr int kQBytes = kHT * 512;
+    static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
+    static constexpr int kTileOff = 0;
+    static constexpr int kQOff = kStages * kTileBytes;
+    static constexpr int kPOff = kQOff + kQBytes;
+    static constexpr int kRowInfoOff = kPOff + 2 * kPPlane;        // 3 x 64 row addresses
+    static constexpr int kColOff = kRowInfoOff + 3 * kRows * 8;   // [4 warps][HT]
+    static constexpr int kMaxOff = kColOff + 4 * kHT * 4;          // running max [HT]
+    static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
+    static constexpr int kBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
+};
+
+// WGs per CTA: as many as shared memory holds (three only with 8 heads).
+template <int kHT> constexpr int wgs_per_cta() { return kHT >= 16 ? 2 : 3; }
+template <int kHT> constexpr int smem_bytes() { return wgs_per_cta<kHT>() * Layout<kHT>::kBytes + 1024; }
+static_assert(smem_bytes<8>() <= 227 * 1024 && smem_bytes<16>() <= 227 * 1024 && smem_bytes<32>() <= 227 * 1024,
+              "shared memory per CTA");
+
+__device__ __forceinline__ int acc_col(int i, int lane) { return (i / 4) * 8 + (lane % 4) * 2 + (i % 2); }
+
+// Position in the O^T wgmma's K order of tile row r (see the header comment).
+__device__ __forceinline__ int k_of_row(int r)
+{
+    const int step = r / 32, jj = r % 32, i = jj / 8, rr = jj % 8;
+    return step * 32 + (rr & 1) * 16 + (rr / 2) * 4 + i;
+}
+
+template <int kHT> struct TokenWG {
+    using L = Layout<kHT>;
+    static constexpr int kSReg = kHT / 2;            // S^T accumulators per thread
+    static constexpr int kCols = kHT / 4;            // heads per thread
+    static constexpr int kBatch = kHT >= 32 ? 2 : 4; // S steps per wait (registers)
+
+    const AttentionParams &p;
+    uint8_t *smem;
+    int wg, tid, warp, lane;
+
+    __device__ void sync() const { named_barrier(1 + wg, kWGThreads); }
+
+    __device__ void load_tile(uint8_t *tile, const uint64_t *info) const
+    {
+#pragma unroll
+        for (int k = 0; k < 16; k++) {
+            const int row = tid / 32 + 4 * k, c = tid % 32;
+            const uint64_t a = info[row] & ~uint64_t(1); // drop the E4M3 tag: all rows are
+            const void *src = a ? reinterpret_cast<const void *>(a + c * 16) : p.q;
+            cp_async16(tile + tile_offset(kRows, row, c * 16), src, a ? 16 : 0);
+        }
+    }
+
+    __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs) const
+    {
+#pragma unroll
+        for (int b = 0; b < 16; b += kBatch) {
+            float part[kBatch][kSReg];
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int ks = b + j;
+                const uint64_t da = desc_sw128(tile + (ks / 4) * (kRows * 128) + (ks % 4) * 32, 0);
+                const uint64_t db = desc_sw128(qs + (ks / 4) * (kHT * 128) + (ks % 4) * 32, 0);
+                WgmmaFp8SS<kHT>::run(part[j], da, db, 0);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                fence_regs(part[j]);
+#pragma unroll
+                for (int i = 0; i < kSReg; i++)
+                    s[i] = (b == 0 && j == 0) ? part[0][i] : s[i] + part[j][i];
+            }
+        }
+    }
+
+    // O^T += V^T . P^T over the tile: per K step of 32 rows and pair of M-tiles (128 dims),
+    // A fragments from 8 shared loads and 4x4 byte transposes, then 4 wgmmas (hi, lo).
+    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, const uint8_t *ps) const
+    {
+        const int g = lane / 4, q = lane % 4;
+        uint4 frag[2][2];
+        wgmma_fence();
+#pragma unroll
+        for (int step = 0; step < 2; step++) {
+            const uint64_t b_hi = desc_sw128(ps + step * 32, 0);
+            const uint64_t b_lo = desc_sw128(ps + L::kPPlane + step * 32, 0);
+#pragma unroll
+            for (int pair = 0; pair < 4; pair++) {
+                const int n = step * 4 + pair, buf = n % 2;
+                const int d0 = pair * 128 + warp * 32 + g * 4;
+                uint32_t lo[4], hi[4], tlo[4], thi[4];
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const int r0 = step * 32 + 2 * q + 8 * i;
+                    lo[i] = *reinterpret_cast<const uint32_t *>(tile + tile_offset(kRows, r0, d0));
+                    hi[i] = *reinterpret_cast<const uint32_t *>(tile + tile_offset(kRows, r0 + 1, d0));
+                }
+                transpose4x4_bytes(lo, tlo);
+                transpose4x4_bytes(hi, thi);
+                frag[buf][0] = make_uint4(tlo[0], tlo[1], thi[0], thi[1]);
+                frag[buf][1] = make_uint4(tlo[2], tlo[3], thi[2], thi[3]);
+                WgmmaFp8RS<kHT>::run(o[2 * pair], frag[buf][0], b_hi, 1);
+                WgmmaFp8RS<kHT>::run(o[2 * pair], frag[buf][0], b_lo, 1);
+                WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[buf][1], b_hi, 1);
+                WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[buf][1], b_lo, 1);
+                wgmma_commit();
+                // The other buffer was read by the group before this one.
+                wgmma_wait<1>();
+                asm volatile("" ::"r"(frag[buf ^ 1][0].x), "r"(frag[buf ^ 1][0].y), "r"(frag[buf ^ 1][0].z),
+                             "r"(frag[buf ^ 1][0].w), "r"(frag[buf ^ 1][1].x), "r"(frag[buf ^ 1][1].y),
+                             "r"(frag[buf ^ 1][1].z), "r"(frag[buf ^ 1][1].w));
+            }
+        }
+        wgmma_wait<0>();
+        asm volatile("" ::"r"(frag[1][0].x), "r"(frag[1][0].y), "r"(frag[1][0].z), "r"(frag[1][0].w),
+                     "r"(frag[1][1].x), "r"(frag[1][1].y), "r"(frag[1][1].z), "r"(frag[1][1].w));
+#pragma unroll
+        for (int m = 0; m < 8; m++)
+            fence_regs(o[m]);
+    }
+
+    __device__ void run(int64_t t, int h0) const
+    {
+        int n_swa, n_ext;
+        if (!token_entries(p, t, &n_swa, &n_ext))
+            return; // padding row: nothing is written
+        const int n = n_swa + n_ext;
+        uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
+        if (n == 0) {
+            for (int i = tid; i < kHT * 64; i += kWGThreads)
+                reinterpret_cast<uint4 *>(out + (i / 64) * 512)[i % 64] = make_uint4(0, 0, 0, 0);
+            if (p.lse && tid < kHT)
+                p.lse[t * p.lse_token_stride + h0 + tid] = -INFINITY;
+            return;
+        }
+        const int ntiles = (n + kRows - 1) / kRows;
+        uint8_t *tiles = smem + L::kTileOff;
+        uint8_t *qs = smem + L::kQOff;
+        uint8_t *ps = smem + L::kPOff;
+        uint64_t *rowinfo = reinterpret_cast<uint64_t *>(smem + L::kRowInfoOff);
+        float *colbuf = reinterpret_cast<float *>(smem + L::kColOff);
+        float *mrun = reinterpret_cast<float *>(smem + L::kMaxOff);
+        float *alpha_s = reinterpret_cast<float *>(smem + L::kAlphaOff);
+
+        // Row addresses of tiles 0 and 1; the running max starts at -inf.
+        for (int i = 0; i < 2 && i < ntiles; i++) {
+            const int e = i * kRows + (tid % kRows);
+            if (tid < kRows)
+                rowinfo[i * kRows + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
+        }
+        if (tid < kHT)
+            mrun[tid] = -INFINITY;
+        sync();
+        const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+        for (int c = tid; c < kHT * 32; c += kWGThreads)
+            cp_async16(qs + tile_offset(kHT, c / 32, (c % 32) * 16), qsrc + (c / 32) * 512 + (c % 32) * 16, 16);
+        load_tile(tiles, rowinfo);
+        cp_async_commit();
+
+        float o[8][kSReg];
+#pragma unroll
+        for (int m = 0; m < 8; m++)
+#pragma unroll
+            for (int i = 0; i < kSReg; i++)
+                o[m][i] = 0.f;
+        float l[kCols];
+#pragma unroll
+        for (int c = 0; c < kCols; c++)
+            l[c] = 0.f;
+
+        for (int it = 0; it < ntiles; it++) {
+            const uint8_t *tile = tiles + (it % 2) * L::kTileBytes;
+            const uint64_t *info = rowinfo + (it % 3) * kRows;
+            cp_async_wait<0>();
+            fence_proxy_async();
+            sync(); // tile `it` landed; iteration it-1 is finished everywhere in the WG
+            if (it + 1 < ntiles) {
+                load_tile(tiles + ((it + 1) % 2) * L::kTileBytes, rowinfo + ((it + 1) % 3) * kRows);
+                cp_async_commit();
+            }
+            // The row addresses of tile it+2 are fetched now and stored at the end.
+            const int e_next = (it + 2) * kRows + tid;
+            uint64_t next_info = 0;
+            if (tid < kRows && it + 2 < ntiles && e_next < n)
+                next_info = entry_row(p, t, e_next, n_swa);
+
+            float s[kSReg];
+            score(s, tile, qs);
+
+            // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
+            const int r_lo = warp * 16 + lane / 4;
+            const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
+#pragma unroll
+            for (int i = 0; i < kSReg; i++)
+                s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * p.scale_log2 : -INFINITY;
+#pragma unroll
+            for (int c = 0; c < kCols; c++) {
+                const int i = (c / 2) * 4 + (c % 2);
+                float m = fmaxf(s[i], s[i + 2]);
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+                if (lane < 4)
+                    colbuf[warp * kHT + acc_col(i, lane)] = m;
+            }
+            sync();
+            if (tid < kHT) {
+                const float m = fmaxf(fmaxf(colbuf[tid], colbuf[kHT + tid]), fmaxf(colbuf[2 * kHT + tid], colbuf[3 * kHT + tid]));
+                const float m_old = mrun[tid];
+                const float m_new = fmaxf(m_old, m);
+                alpha_s[tid] = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
+                mrun[tid] = m_new;
+            }
+            sync();
+
+            // P = exp2(s - m) as hi + lo E4M3 planes in the O^T operand layout; row sums.
+#pragma unroll
+            for (int c = 0; c < kCols; c++) {
+                const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
+                const float m_new = mrun[col];
+                const float m_use = m_new == -INFINITY ? 0.f : m_new;
+                const float p_lo = exp2f(s[i] - m_use), p_hi = exp2f(s[i + 2] - m_use);
+                l[c] = l[c] * alpha_s[col] + p_lo + p_hi;
+                s[i] = p_lo;
+                s[i + 2] = p_hi;
+            }
+#pragma unroll
+            for (int i = 0; i < kSReg; i++) {
+                const int col = acc_col(i, lane), r = r_lo + ((i % 4) >= 2 ? 8 : 0);
+                const float v = s[i] * kPScale;
+                const uint8_t hi = static_cast<uint8_t>(f32x2_to_e4m3x2(v, 0.f) & 0xFF);
+                const uint8_t lo = static_cast<uint8_t>(f32x2_to_e4m3x2(v - e4m3_to_float(hi), 0.f) & 0xFF);
+                const uint32_t at = swizzle128(col, k_of_row(r));
+                ps[at] = hi;
+                ps[L::kPPlane + at] = lo;
+            }
+            fence_proxy_async();
+            sync();
+
+#pragma unroll
+            for (int m = 0; m < 8; m++)
+#pragma unroll
+                for (int i = 0; i < kSReg; i++)
+                    o[m][i] *= alpha_s[acc_col(i, lane)];
+            accumulate(o, tile, ps);
+            if (tid < kRows && it + 2 < ntiles)
+                rowinfo[((it + 2) % 3) * kRows + tid] = next_info;
+        }
+
+        // Row sums over the lanes and warps holding each column; final scale; LSE.
+#pragma unroll
+        for (int c = 0; c < kCols; c++) {
+            float v = l[c];
+            v += __shfl_xor_sync(0xffffffffu, v, 4);
+            v += __shfl_xor_sync(0xffffffffu, v, 8);
+            v += __shfl_xor_sync(0xffffffffu, v, 16);
+            l[c] = v;
+        }
+        sync(); // colbuf is free again
+        if (lane < 4) {
+#pragma unroll
+            for (int c = 0; c < kCols; c++)
+                colbuf[warp * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = l[c];
+        }
+        sync();
+        if (tid < kHT) {
+            const float sum = colbuf[tid] + colbuf[kHT + tid] + colbuf[2 * kHT + tid] + colbuf[3 * kHT + tid];
+            const float m = mrun[tid];
+            const float sink = p.sinks ? p.sinks[h0 + tid] * 1.4426950408889634f : -INFINITY;
+            float scale = 0.f;
+            if (sum > 0.f && sink != INFINITY) {
+                const float mf = fmaxf(m, sink);
+                const float denom = sum * exp2f(m - mf) + (sink == -INFINITY ? 0.f : exp2f(sink - mf));
+                scale = p.bmm2_scale * exp2f(m - mf) / denom / kPScale;
+            }
+            alpha_s[tid] = scale;
+            if (p.lse)
+                p.lse[t * p.lse_token_stride + h0 + tid] = sum > 0.f ? (m + log2f(sum)) * 0.6931471805599453f : -INFINITY;
+        }
+        sync();
+
+        // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3.
+        const int g = lane / 4;
+#pragma unroll
+        for (int pair = 0; pair < 4; pair++) {
+            const int d0 = pair * 128 + warp * 32 + g * 4;
+#pragma unroll
+            for (int i = 0; i < kSReg; i++) {
+                if ((i % 4) >= 2)
+                    continue;
+                const int col = acc_col(i, lane);
+                const float f = alpha_s[col];
+                const __nv_bfloat162 a = __floats2bfloat162_rn(o[2 * pair][i] * f, o[2 * pair][i + 2] * f);
+                const __nv_bfloat162 b = __floats2bfloat162_rn(o[2 * pair + 1][i] * f, o[2 * pair + 1][i + 2] * f);
+                uint2 w;
+                w.x = *reinterpret_cast<const uint32_t *>(&a);
+                w.y = *reinterpret_cast<const uint32_t *>(&b);
+                *reinterpret_cast<uint2 *>(out + col * 512 + d0) = w;
+            }
+        }
+    }
+};
+
+// Work item i = (token i / groups, head group i % groups); a CTA takes kWGs consecutive
+// items, so the WGs of one token run side by side and share its rows through L2.
+template <int kHT>
+__global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(const __grid_constant__ AttentionParams p)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    const int wg = threadIdx.x / kWGThreads;
+    const int groups = p.num_heads / kHT;
+    const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT>() + wg;
+    if (item >= p.num_tokens * groups)
+        return;
+    const int tid = threadIdx.x % kWGThreads;
+    const TokenWG<kHT> w{p, smem + wg * Layout<kHT>::kBytes, wg, tid, tid / 32, tid % 32};
+    w.run(item / groups, static_cast<int>(item % groups) * kHT);
+}
+
+} // namespace fp8wg
+} // namespace smla
