@@ -1,0 +1,31 @@
+"""smla: sparse MLA attention for DeepSeek-V4-class models (ctypes binding of libsmla).
+
+    smla.sparse_mla(q, swa_cache, swa_indices, ..., bmm1_scale=..., out=...)
+    smla.trtllm_batch_decode_sparse_mla_dsv4(...)   # FlashInfer's signature
+    smla.Plan(max_tokens, max_requests, device="cuda").build(...)
+
+NumPy arrays (host, CPU reference) and PyTorch tensors (CPU or CUDA) are accepted; NumPy
+passes BF16 as uint16 bits and FP8 E4M3 as uint8 bits (smla.quantize / smla.dequantize
+convert). Errors are smla.SmlaError subclasses naming the argument.
+"""
+from ._abi import DEFAULT_WINDOW, HEAD_DIM
+from ._library import has_cuda, library_path
+from .attention import sparse_mla
+from .errors import (AlignmentError, BackendError, BatchOrderError, CapacityError, CudaError,
+                     DeviceError, DtypeError, HeadsError, KvFormatError, NullPointerError,
+                     OutOfMemoryError, ReadOnlyError, ShapeError, SmlaError, StrideError,
+                     ValueRangeError)
+from .flashinfer import trtllm_batch_decode_sparse_mla_dsv4
+from .formats import dequantize, kv_pack, kv_unpack, quantize
+from .plan import Plan
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_WINDOW", "HEAD_DIM", "has_cuda", "library_path", "sparse_mla",
+    "trtllm_batch_decode_sparse_mla_dsv4", "Plan", "kv_pack", "kv_unpack", "quantize",
+    "dequantize", "SmlaError", "AlignmentError", "BackendError", "BatchOrderError",
+    "CapacityError", "CudaError", "DeviceError", "DtypeError", "HeadsError",
+    "KvFormatError", "NullPointerError", "OutOfMemoryError", "ReadOnlyError", "ShapeError",
+    "StrideError", "ValueRangeError",
+]
