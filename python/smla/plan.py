@@ -17,9 +17,9 @@ _QUERY_DTYPES = {"bf16": _abi.DTYPE_BF16, "bfloat16": _abi.DTYPE_BF16,
 def query_dtype_code(value):
     """SMLA_DTYPE_BF16 or _FP8_E4M3 from a name ("bf16", "fp8"), a torch or NumPy dtype
     (uint16 / uint8 bits included) or an array whose dtype is one of those."""
-    value = getattr(value, "dtype", value)
     if isinstance(value, type) and issubclass(value, np.generic):
         value = np.dtype(value)
+    value = getattr(value, "dtype", value)
     name = value.name if isinstance(value, np.dtype) else str(value).replace("torch.", "")
     if name not in _QUERY_DTYPES:
         raise DtypeError(f"query_dtype: {value!r}; expected bf16 or fp8 (a name, a torch "
@@ -53,9 +53,10 @@ class Plan:
     and segment counts it was captured with, so rebuild it for batches of another shape.
     """
 
+    handle = None
+
     def __init__(self, max_tokens, max_requests, device="cpu", *, max_segments=0):
         self.device = device_index(device)
-        self.handle = None
         with on_device(self.device):
             self._ctx = Context()
             capacity = _abi.PlanCapacity(max_tokens, max_requests, max_segments)
