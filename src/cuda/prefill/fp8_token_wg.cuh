@@ -76,18 +76,25 @@ template <int kHT> struct TokenWG {
 
     __device__ void sync() const { named_barrier(1 + wg, kWGThreads); }
 
+    // Warp w copies rows w + 4k, lane c its 16-byte chunk c: the swizzle (row % 8) takes
+    // two values, w and w + 4, so two precomputed offsets serve all 16 rows.
     __device__ void load_tile(uint8_t *tile, const uint64_t *info) const
     {
+        const int c = lane;
+        uint8_t *dst[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            dst[h] = tile + (c / 8) * (kRows * 128) + (warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
 #pragma unroll
         for (int k = 0; k < 16; k++) {
-            const int row = tid / 32 + 4 * k, c = tid % 32;
-            const uint64_t a = info[row] & ~uint64_t(1); // drop the E4M3 tag: all rows are
+            const uint64_t a = info[warp + 4 * k] & ~uint64_t(1); // drop the E4M3 tag: all rows are
             const void *src = a ? reinterpret_cast<const void *>(a + c * 16) : p.q;
-            cp_async16(tile + tile_offset(kRows, row, c * 16), src, a ? 16 : 0);
+            cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a ? 16 : 0);
         }
     }
 
-    __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs) const
+    // da, db: descriptors of the tile and of Q at K step 0; steps add constant offsets.
+    __device__ void score(float (&s)[kSReg], uint64_t da, uint64_t db) const
     {
 #pragma unroll
         for (int b = 0; b < 16; b += kBatch) {
@@ -96,9 +103,8 @@ template <int kHT> struct TokenWG {
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
                 const int ks = b + j;
-                const uint64_t da = desc_sw128(tile + (ks / 4) * (kRows * 128) + (ks % 4) * 32, 0);
-                const uint64_t db = desc_sw128(qs + (ks / 4) * (kHT * 128) + (ks % 4) * 32, 0);
-                WgmmaFp8SS<kHT>::run(part[j], da, db, 0);
+                WgmmaFp8SS<kHT>::run(part[j], da + ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16,
+                                     db + ((ks / 4) * (kHT * 128) + (ks % 4) * 32) / 16, 0);
             }
             wgmma_commit();
             wgmma_wait<0>();
@@ -114,30 +120,34 @@ template <int kHT> struct TokenWG {
 
     // O^T += V^T . P^T over the tile: per K step of 32 rows and pair of M-tiles (128 dims),
     // A fragments from 8 shared loads and 4x4 byte transposes, then 4 wgmmas (hi, lo).
-    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, const uint8_t *ps) const
+    // The thread reads rows 2q + 8i (+1) and dims warp*32 + 4g of each 128-dim block:
+    // their swizzled offsets differ only by constants, from one base per row parity.
+    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, uint64_t dp) const
     {
         const int g = lane / 4, q = lane % 4;
+        const uint8_t *base[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            base[h] = tile + (2 * q + h) * 128 + (((2 * warp + g / 4) ^ (2 * q + h)) << 4) + (g % 4) * 4;
         uint4 frag[2][2];
         wgmma_fence();
 #pragma unroll
         for (int step = 0; step < 2; step++) {
-            const uint64_t b_hi = desc_sw128(ps + step * 32, 0);
-            const uint64_t b_lo = desc_sw128(ps + L::kPPlane + step * 32, 0);
 #pragma unroll
             for (int pair = 0; pair < 4; pair++) {
                 const int n = step * 4 + pair, buf = n % 2;
-                const int d0 = pair * 128 + warp * 32 + g * 4;
                 uint32_t lo[4], hi[4], tlo[4], thi[4];
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
-                    const int r0 = step * 32 + 2 * q + 8 * i;
-                    lo[i] = *reinterpret_cast<const uint32_t *>(tile + tile_offset(kRows, r0, d0));
-                    hi[i] = *reinterpret_cast<const uint32_t *>(tile + tile_offset(kRows, r0 + 1, d0));
+                    const int off = pair * (kRows * 128) + step * 32 * 128 + i * 8 * 128;
+                    lo[i] = *reinterpret_cast<const uint32_t *>(base[0] + off);
+                    hi[i] = *reinterpret_cast<const uint32_t *>(base[1] + off);
                 }
                 transpose4x4_bytes(lo, tlo);
                 transpose4x4_bytes(hi, thi);
                 frag[buf][0] = make_uint4(tlo[0], tlo[1], thi[0], thi[1]);
                 frag[buf][1] = make_uint4(tlo[2], tlo[3], thi[2], thi[3]);
+                const uint64_t b_hi = dp + (step * 32) / 16, b_lo = dp + (L::kPPlane + step * 32) / 16;
                 WgmmaFp8RS<kHT>::run(o[2 * pair], frag[buf][0], b_hi, 1);
                 WgmmaFp8RS<kHT>::run(o[2 * pair], frag[buf][0], b_lo, 1);
                 WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[buf][1], b_hi, 1);
@@ -180,6 +190,8 @@ template <int kHT> struct TokenWG {
         float *colbuf = reinterpret_cast<float *>(smem + L::kColOff);
         float *mrun = reinterpret_cast<float *>(smem + L::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(smem + L::kAlphaOff);
+
+        const uint64_t desc_tiles = desc_sw128(tiles, 0), desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
 
         // Row addresses of tiles 0 and 1; the running max starts at -inf.
         for (int i = 0; i < 2 && i < ntiles; i++) {
@@ -224,7 +236,7 @@ template <int kHT> struct TokenWG {
                 next_info = entry_row(p, t, e_next, n_swa);
 
             float s[kSReg];
-            score(s, tile, qs);
+            score(s, desc_tiles + (it % 2) * (L::kTileBytes / 16), desc_q);
 
             // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
             const int r_lo = warp * 16 + lane / 4;
@@ -263,13 +275,16 @@ template <int kHT> struct TokenWG {
                 s[i] = p_lo;
                 s[i + 2] = p_hi;
             }
+            // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2): its byte in the
+            // swizzled [HT][128] plane is a per-thread base (one per i%2) plus constants.
+            const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
 #pragma unroll
             for (int i = 0; i < kSReg; i++) {
-                const int col = acc_col(i, lane), r = r_lo + ((i % 4) >= 2 ? 8 : 0);
+                const int c = 2 * (lane % 4) + i % 2;
+                const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15) + (i % 4) / 2;
                 const float v = s[i] * kPScale;
                 const uint8_t hi = static_cast<uint8_t>(f32x2_to_e4m3x2(v, 0.f) & 0xFF);
                 const uint8_t lo = static_cast<uint8_t>(f32x2_to_e4m3x2(v - e4m3_to_float(hi), 0.f) & 0xFF);
-                const uint32_t at = swizzle128(col, k_of_row(r));
                 ps[at] = hi;
                 ps[L::kPPlane + at] = lo;
             }
@@ -281,7 +296,7 @@ template <int kHT> struct TokenWG {
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
                     o[m][i] *= alpha_s[acc_col(i, lane)];
-            accumulate(o, tile, ps);
+            accumulate(o, tile, desc_p);
             if (tid < kRows && it + 2 < ntiles)
                 rowinfo[((it + 2) % 3) * kRows + tid] = next_info;
         }

@@ -134,10 +134,9 @@ template <bool kFp8, int kHT> struct SparseAttention {
     static __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs, int wg)
     {
         constexpr int kSteps = kFp8 ? 16 : 32; // K = 512 in steps of 32 bytes
-        auto desc_a = [&](int ks) {
-            return desc_sw128(tile + (ks / 4) * (kTileRows * 128) + wg * (64 * 128) + (ks % 4) * 32, 0);
-        };
-        auto desc_b = [&](int ks) { return desc_sw128(qs + (ks / 4) * (kHT * 128) + (ks % 4) * 32, 0); };
+        const uint64_t a0 = desc_sw128(tile + wg * (64 * 128), 0), b0 = desc_sw128(qs, 0);
+        auto desc_a = [&](int ks) { return a0 + ((ks / 4) * (kTileRows * 128) + (ks % 4) * 32) / 16; };
+        auto desc_b = [&](int ks) { return b0 + ((ks / 4) * (kHT * 128) + (ks % 4) * 32) / 16; };
         if constexpr (kFp8) {
             float part[2][kSReg];
 #pragma unroll
@@ -217,16 +216,14 @@ template <bool kFp8, int kHT> struct SparseAttention {
                 fence_regs(o[m]);
             }
         } else {
+            const uint64_t a0 = desc_sw128(tile + 4 * wg * (kTileRows * 128), kTileRows * 128), b0 = desc_sw128(ps, 0);
             wgmma_fence();
 #pragma unroll
             for (int step = 0; step < 8; step++) { // K = 128 rows in steps of 16
-                const uint64_t b = desc_sw128(ps + (step / 4) * (kHT * 128) + (step % 4) * 32, 0);
+                const uint64_t b = b0 + ((step / 4) * (kHT * 128) + (step % 4) * 32) / 16;
 #pragma unroll
-                for (int m = 0; m < 4; m++) {
-                    const int mt = 4 * wg + m;
-                    const uint64_t a = desc_sw128(tile + mt * (kTileRows * 128) + step * 2048, kTileRows * 128);
-                    WgmmaBf16SSTransA<kHT>::run(o[m], a, b, 1);
-                }
+                for (int m = 0; m < 4; m++)
+                    WgmmaBf16SSTransA<kHT>::run(o[m], a0 + (m * (kTileRows * 128) + step * 2048) / 16, b, 1);
             }
             wgmma_commit();
             wgmma_wait<0>();
