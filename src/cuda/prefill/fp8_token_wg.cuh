@@ -68,7 +68,10 @@ template <int kHT> struct TokenWG {
     using L = Layout<kHT>;
     static constexpr int kSReg = kHT / 2;            // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;            // heads per thread
-    static constexpr int kBatch = kHT >= 32 ? 2 : 4; // S steps per wait (registers)
+    // Latency, not arithmetic, bounds a WG: few waits per tile. Registers decide how many
+    // S steps share one wait and how many V^T fragment groups are built before one.
+    static constexpr int kBatch = kHT >= 32 ? 2 : 8;
+    static constexpr int kGroupsPerWait = kHT >= 32 ? 4 : 8; // of the tile's 8 groups
 
     const AttentionParams &p;
     uint8_t *smem;
@@ -118,8 +121,9 @@ template <int kHT> struct TokenWG {
         }
     }
 
-    // O^T += V^T . P^T over the tile: per K step of 32 rows and pair of M-tiles (128 dims),
-    // A fragments from 8 shared loads and 4x4 byte transposes, then 4 wgmmas (hi, lo).
+    // O^T += V^T . P^T over the tile, in 8 groups (K step of 32 rows x pair of M-tiles,
+    // 128 dims): A fragments from 8 shared loads and 4x4 byte transposes, then 4 wgmmas
+    // (hi, lo). kGroupsPerWait groups are built, issued, and waited for together.
     // The thread reads rows 2q + 8i (+1) and dims warp*32 + 4g of each 128-dim block:
     // their swizzled offsets differ only by constants, from one base per row parity.
     __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, uint64_t dp) const
@@ -129,13 +133,12 @@ template <int kHT> struct TokenWG {
 #pragma unroll
         for (int h = 0; h < 2; h++)
             base[h] = tile + (2 * q + h) * 128 + (((2 * warp + g / 4) ^ (2 * q + h)) << 4) + (g % 4) * 4;
-        uint4 frag[2][2];
-        wgmma_fence();
 #pragma unroll
-        for (int step = 0; step < 2; step++) {
+        for (int first = 0; first < 8; first += kGroupsPerWait) {
+            uint4 frag[kGroupsPerWait][2];
 #pragma unroll
-            for (int pair = 0; pair < 4; pair++) {
-                const int n = step * 4 + pair, buf = n % 2;
+            for (int n = 0; n < kGroupsPerWait; n++) {
+                const int step = (first + n) / 4, pair = (first + n) % 4;
                 uint32_t lo[4], hi[4], tlo[4], thi[4];
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
@@ -145,24 +148,27 @@ template <int kHT> struct TokenWG {
                 }
                 transpose4x4_bytes(lo, tlo);
                 transpose4x4_bytes(hi, thi);
-                frag[buf][0] = make_uint4(tlo[0], tlo[1], thi[0], thi[1]);
-                frag[buf][1] = make_uint4(tlo[2], tlo[3], thi[2], thi[3]);
-                const uint64_t b_hi = dp + (step * 32) / 16, b_lo = dp + (L::kPPlane + step * 32) / 16;
-                WgmmaFp8RS<kHT>::run(o[2 * pair], frag[buf][0], b_hi, 1);
-                WgmmaFp8RS<kHT>::run(o[2 * pair], frag[buf][0], b_lo, 1);
-                WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[buf][1], b_hi, 1);
-                WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[buf][1], b_lo, 1);
-                wgmma_commit();
-                // The other buffer was read by the group before this one.
-                wgmma_wait<1>();
-                asm volatile("" ::"r"(frag[buf ^ 1][0].x), "r"(frag[buf ^ 1][0].y), "r"(frag[buf ^ 1][0].z),
-                             "r"(frag[buf ^ 1][0].w), "r"(frag[buf ^ 1][1].x), "r"(frag[buf ^ 1][1].y),
-                             "r"(frag[buf ^ 1][1].z), "r"(frag[buf ^ 1][1].w));
+                frag[n][0] = make_uint4(tlo[0], tlo[1], thi[0], thi[1]);
+                frag[n][1] = make_uint4(tlo[2], tlo[3], thi[2], thi[3]);
             }
+            wgmma_fence();
+#pragma unroll
+            for (int n = 0; n < kGroupsPerWait; n++) {
+                const int step = (first + n) / 4, pair = (first + n) % 4;
+                const uint64_t b_hi = dp + (step * 32) / 16, b_lo = dp + (L::kPPlane + step * 32) / 16;
+                WgmmaFp8RS<kHT>::run(o[2 * pair], frag[n][0], b_hi, 1);
+                WgmmaFp8RS<kHT>::run(o[2 * pair], frag[n][0], b_lo, 1);
+                WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[n][1], b_hi, 1);
+                WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[n][1], b_lo, 1);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            // The fragments stay live until the wgmmas that read them are done.
+#pragma unroll
+            for (int n = 0; n < kGroupsPerWait; n++)
+                asm volatile("" ::"r"(frag[n][0].x), "r"(frag[n][0].y), "r"(frag[n][0].z), "r"(frag[n][0].w),
+                             "r"(frag[n][1].x), "r"(frag[n][1].y), "r"(frag[n][1].z), "r"(frag[n][1].w));
         }
-        wgmma_wait<0>();
-        asm volatile("" ::"r"(frag[1][0].x), "r"(frag[1][0].y), "r"(frag[1][0].z), "r"(frag[1][0].w),
-                     "r"(frag[1][1].x), "r"(frag[1][1].y), "r"(frag[1][1].z), "r"(frag[1][1].w));
 #pragma unroll
         for (int m = 0; m < 8; m++)
             fence_regs(o[m]);
