@@ -22,4 +22,5 @@ def pytest_report_header(config):
 @pytest.fixture
 def rng(request):
     """A generator seeded from the run's seed and the test's name."""
+    print(f"smla seed {SEED} (set SMLA_TEST_SEED to repeat)")  # shown when a test fails
     return np.random.default_rng([SEED, zlib.crc32(request.node.nodeid.encode())])

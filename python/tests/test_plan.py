@@ -74,7 +74,7 @@ def test_plan_gives_the_bits_of_positions(rng, kv_format, q_dtype, cap):
     kwargs = cases.small_case(rng, kv_format, q_dtype, tokens=tokens, heads=16)
     kwargs.update(cu_seqlens_q=qsl, seq_lens=seq_lens, window=int(rng.choice([4, 128])))
     want_out, want_lse = smla.sparse_mla(**kwargs, return_lse=True)
-    plan = smla.Plan(128, 8).build(qsl, seq_lens, 2, kwargs["q"], cap)
+    plan = smla.Plan(256, 8).build(qsl, seq_lens, 2, kwargs["q"], cap)
     kwargs.update(cu_seqlens_q=None, seq_lens=None, plan=plan)
     out, lse = smla.sparse_mla(**kwargs, return_lse=True)
     assert cases.same_bits(out, want_out) and cases.same_bits(lse, want_lse)
