@@ -39,7 +39,7 @@ step() { # step NAME COMMAND...: runs, logs to $out/NAME.log, records status and
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/gpu.txt" 2>&1
 step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-    step build cmake --build "$build" -j "$jobs" --target smla_cli gpu-tests bench_plan || {
+    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan || {
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
 smla=$build/smla
 
@@ -51,6 +51,12 @@ for t in "$build"/tests/gpu_*; do
         step "$(basename "$t")" "$t"
     fi
 done
+if [ "$mode" != sanitize ]; then # the Python binding's engine loop (needs torch), from the source tree
+    loop=$root/tests/gpu/test_python_engine_loop.py
+    runner=(python3 "$loop")
+    python3 -c 'import pytest' 2>/dev/null && runner=(python3 -m pytest -q -p no:cacheprovider "$loop")
+    step python_engine_loop env PYTHONPATH="$root/python" SMLA_LIBRARY="$build/libsmla.so" "${runner[@]}"
+fi
 case $mode in
 full)
     step check "$smla" check --cases 2

@@ -1,0 +1,283 @@
+"""The Python binding driven the way an engine drives it, on the GPU.
+
+20 steps of one batch of decodes and chunked prefills whose prefixes grow every step (FP8
+queries, paged fp8 SWA and compressed caches, the engine's [window | top-k] index rows):
+each step writes its inputs into static buffers, rebuilds the device plan, and replays a
+CUDA graph that captured smla.sparse_mla once; each step's out and lse are checked against
+the CPU reference (rel. Frobenius error of out <= 1e-2, |lse error| <= 1e-3) and padding
+rows must stay untouched. The batch keeps its shape (a replayed graph keeps the token
+counts it was captured with); what changes is every position, index and query.
+
+Needs PyTorch and a GPU: scripts/gpu-check.sh runs
+    PYTHONPATH=python SMLA_LIBRARY=build-gpu/libsmla.so python3 -m pytest -q tests/gpu/test_python_engine_loop.py
+The host half (workload, plan rebuilds, reference check) also runs on the CPU in
+python/tests/test_engine_loop_host.py, through HostRunner.
+"""
+import numpy as np
+
+import smla
+
+HEADS = 16
+WINDOW = 128
+TOPK = 64               # compressed columns after the window columns
+COMPRESS_RATIO = 4      # one compressed entry per 4 positions
+BLOCK = 64              # tokens per cache block
+DECODE_THRESHOLD = 2    # 1 + one speculative token
+SEGMENT_CAP = 64        # small, so the prefill chunks are split into segments
+PADDING_ROWS = 5        # rows after the batch: never computed, never written
+STEPS = 20
+# (query length, prefix before step 0): decodes first, then chunked prefills.
+REQUESTS = [(1, 300), (2, 5), (1, 1000), (2, 90), (48, 0), (200, 130), (97, 2000)]
+BMM1_SCALE = 512 ** -0.5
+OUT_REL_FROBENIUS = 1e-2
+LSE_ABS = 1e-3
+OUT_POISON = 0x7FC0     # BF16 NaN
+
+
+class Workload:
+    """The engine's state: paged caches (random contents, fixed), block tables, and each
+    step's batch: queries, index rows, lens, query starts and sequence lengths."""
+
+    def __init__(self, rng, requests, steps):
+        self.rng = rng
+        self.q_lens = np.array([q for q, _ in requests])
+        self.prefixes = np.array([p for _, p in requests])
+        self.query_start_loc = np.concatenate([[0], np.cumsum(self.q_lens)]).astype(np.int32)
+        self.tokens = int(self.query_start_loc[-1])
+        last = self.prefixes + steps * self.q_lens  # positions the last step reaches
+        self.swa_table = self._block_tables(last)
+        self.extra_table = self._block_tables(last // COMPRESS_RATIO + 1)
+        self.swa_cache = self._cache(self.swa_table)
+        self.extra_cache = self._cache(self.extra_table)
+
+    def _block_tables(self, lengths):
+        """Per request, the shuffled physical blocks that hold its positions."""
+        counts = -(-lengths // BLOCK)
+        blocks = self.rng.permutation(int(counts.sum()))
+        return np.split(blocks, np.cumsum(counts)[:-1])
+
+    def _cache(self, tables):
+        rows = sum(len(t) for t in tables) * BLOCK
+        return smla.kv_pack(self.rng.normal(size=(rows, smla.HEAD_DIM)), "fp8", BLOCK)
+
+    @staticmethod
+    def _slots(table, positions):
+        return table[positions // BLOCK] * BLOCK + positions % BLOCK
+
+    def step(self, index):
+        """One step's batch (NumPy): q bits, index rows, extra lens, seq_lens."""
+        seq_lens = (self.prefixes + (index + 1) * self.q_lens).astype(np.int32)
+        indices = np.full((self.tokens, WINDOW + TOPK), -1, np.int32)
+        extra_lens = np.zeros(self.tokens, np.int32)
+        for r, (start, end) in enumerate(zip(self.query_start_loc[:-1], self.query_start_loc[1:])):
+            for t in range(start, end):
+                position = seq_lens[r] - (end - start) + (t - start)
+                window = np.arange(max(0, position - WINDOW + 1), position + 1)
+                indices[t, :len(window)] = self._slots(self.swa_table[r], window)
+                available = (position + 1) // COMPRESS_RATIO
+                picked = self.rng.choice(available, min(TOPK, available), replace=False)
+                indices[t, WINDOW:WINDOW + len(picked)] = self._slots(self.extra_table[r], picked)
+                extra_lens[t] = max(0, len(picked) - int(self.rng.integers(0, 3)))
+        q = smla.quantize(self.rng.normal(size=(self.tokens, HEADS, smla.HEAD_DIM)), "fp8_e4m3")
+        return dict(q=q, indices=indices, extra_lens=extra_lens, seq_lens=seq_lens)
+
+    def reference(self, batch, sinks):
+        """The CPU reference, positioned by query starts (no plan): (out bits, lse)."""
+        return smla.sparse_mla(
+            batch["q"], self.swa_cache, batch["indices"][:, :WINDOW],
+            extra_cache=self.extra_cache, extra_indices=batch["indices"][:, WINDOW:],
+            extra_lens=batch["extra_lens"], cu_seqlens_q=self.query_start_loc,
+            seq_lens=batch["seq_lens"], sinks=sinks, bmm1_scale=BMM1_SCALE, window=WINDOW,
+            return_lse=True)
+
+
+def padded(array, fill):
+    """array with PADDING_ROWS more rows of fill."""
+    pad = np.full((PADDING_ROWS,) + array.shape[1:], fill, array.dtype)
+    return np.concatenate([array, pad])
+
+
+def bf16_values(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def check_step(step, workload, plan_segments, out_bits, lse, want_bits, want_lse):
+    """Compares one step's result with the reference; raises AssertionError."""
+    n = workload.tokens
+    got, want = bf16_values(out_bits[:n]), bf16_values(want_bits)
+    error = np.linalg.norm(got - want) / np.linalg.norm(want)
+    assert error <= OUT_REL_FROBENIUS, f"step {step}: out rel. Frobenius error {error:.3g}"
+    finite = np.isfinite(want_lse)
+    assert np.array_equal(np.isfinite(lse[:n]), finite), f"step {step}: lse -inf differ"
+    lse_error = np.max(np.abs(lse[:n][finite] - want_lse[finite]), initial=0.0)
+    assert lse_error <= LSE_ABS, f"step {step}: lse error {lse_error:.3g}"
+    assert np.all(out_bits[n:] == OUT_POISON) and np.all(np.isnan(lse[n:])), \
+        f"step {step}: padding rows were written"
+    want_segments = []  # (request, segment sequence length), from DESIGN section 4
+    for r, q_len in enumerate(workload.q_lens):
+        if q_len > DECODE_THRESHOLD:
+            pieces = -(-q_len // SEGMENT_CAP)
+            ends = np.cumsum([q_len // pieces + (k < q_len % pieces) for k in range(pieces)])
+            seq_len = workload.prefixes[r] + (step + 1) * q_len
+            want_segments += [(r, seq_len - q_len + int(e)) for e in ends]
+    assert plan_segments == want_segments, f"step {step}: plan segments {plan_segments}"
+
+
+class HostRunner:
+    """The loop on the host: a host plan rebuilt every step, the CPU reference through it."""
+
+    def __init__(self, workload, sinks):
+        self.workload, self.sinks = workload, sinks
+        self.plan = smla.Plan(workload.tokens + PADDING_ROWS, len(workload.q_lens))
+
+    def run(self, batch):
+        w = self.workload
+        self.plan.build(w.query_start_loc, batch["seq_lens"], DECODE_THRESHOLD, "fp8",
+                        SEGMENT_CAP)
+        indices = padded(batch["indices"], -1)
+        out = np.full((w.tokens + PADDING_ROWS, HEADS, smla.HEAD_DIM), OUT_POISON, np.uint16)
+        lse = np.full((w.tokens + PADDING_ROWS, HEADS), np.nan, np.float32)
+        smla.sparse_mla(padded(batch["q"], 0), w.swa_cache, indices[:, :WINDOW],
+                        extra_cache=w.extra_cache, extra_indices=indices[:, WINDOW:],
+                        extra_lens=padded(batch["extra_lens"], 0), plan=self.plan,
+                        sinks=self.sinks, bmm1_scale=BMM1_SCALE, window=WINDOW, out=out,
+                        lse=lse)
+        segments = list(zip(self.plan.segment_requests.tolist(),
+                            self.plan.segment_seq_lens.tolist()))
+        return out, lse, segments
+
+
+class CudaRunner:
+    """The loop on the GPU: static device buffers, a device plan rebuilt every step on the
+    current stream, and the attention captured once in a CUDA graph and replayed."""
+
+    def __init__(self, workload, sinks):
+        import torch
+        self.torch, self.workload = torch, workload
+        rows = workload.tokens + PADDING_ROWS
+        cuda = torch.device("cuda")
+        fp8 = torch.float8_e4m3fn
+
+        def device(array, dtype=None):
+            t = torch.from_numpy(np.ascontiguousarray(array)).to(cuda)
+            return t.view(dtype) if dtype else t
+
+        self.swa_cache = device(workload.swa_cache, fp8)
+        self.extra_cache = device(workload.extra_cache, fp8)
+        self.sinks = device(sinks)
+        self.q = torch.zeros((rows, HEADS, smla.HEAD_DIM), dtype=fp8, device=cuda)
+        self.indices = torch.full((rows, WINDOW + TOPK), -1, dtype=torch.int32, device=cuda)
+        self.extra_lens = torch.zeros(rows, dtype=torch.int32, device=cuda)
+        self.seq_lens = torch.zeros(len(workload.q_lens), dtype=torch.int32, device=cuda)
+        self.out = torch.empty((rows, HEADS, smla.HEAD_DIM), dtype=torch.bfloat16, device=cuda)
+        self.lse = torch.empty((rows, HEADS), dtype=torch.float32, device=cuda)
+        self.plan = smla.Plan(rows, len(workload.q_lens), device=cuda)
+        self.graph = None
+
+    def _attend(self):
+        smla.sparse_mla(self.q, self.swa_cache, self.indices[:, :WINDOW],
+                        extra_cache=self.extra_cache, extra_indices=self.indices[:, WINDOW:],
+                        extra_lens=self.extra_lens, plan=self.plan, sinks=self.sinks,
+                        bmm1_scale=BMM1_SCALE, window=WINDOW, out=self.out, lse=self.lse)
+
+    def run(self, batch):
+        torch, w, n = self.torch, self.workload, self.workload.tokens
+        self.q.view(torch.uint8)[:n].copy_(torch.from_numpy(batch["q"]))
+        self.indices[:n].copy_(torch.from_numpy(batch["indices"]))
+        self.extra_lens[:n].copy_(torch.from_numpy(batch["extra_lens"]))
+        self.seq_lens.copy_(torch.from_numpy(batch["seq_lens"]))
+        self.plan.build(w.query_start_loc, self.seq_lens, DECODE_THRESHOLD,
+                        torch.float8_e4m3fn, SEGMENT_CAP)
+        if self.graph is None:  # warm up, then capture once
+            self._attend()
+            torch.cuda.synchronize()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self._attend()
+        self.out.view(torch.int16).fill_(OUT_POISON)
+        self.lse.fill_(float("nan"))
+        self.graph.replay()
+        segments = list(zip(self.plan.segment_requests.tolist(),
+                            self.plan.segment_seq_lens.tolist()))
+        torch.cuda.synchronize()
+        out = self.out.view(torch.int16).cpu().numpy().view(np.uint16)
+        return out, self.lse.cpu().numpy(), segments
+
+
+def run_engine_loop(runner_class, steps=STEPS, seed=None):
+    """Runs the loop; raises AssertionError at the first step that is wrong."""
+    rng = np.random.default_rng(seed)
+    workload = Workload(rng, REQUESTS, steps)
+    sinks = rng.normal(2.0, 1.0, HEADS).astype(np.float32)
+    runner = runner_class(workload, sinks)
+    for step in range(steps):
+        batch = workload.step(step)
+        out, lse, segments = runner.run(batch)
+        want_out, want_lse = workload.reference(batch, sinks)
+        check_step(step, workload, segments, out, lse, want_out, want_lse)
+
+
+def require_cuda():
+    import torch
+    assert torch.cuda.is_available(), "this test needs a CUDA GPU"
+    assert smla.has_cuda(), f"{smla.library_path} was built without CUDA or sees no GPU"
+    return torch
+
+
+def test_engine_loop_cuda_graph():
+    require_cuda()
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    print(f"seed {seed}")
+    run_engine_loop(CudaRunner, seed=seed)
+
+
+def test_flashinfer_entry_on_gpu():
+    """The FlashInfer-style call on CUDA tensors agrees with the same call on the host."""
+    torch = require_cuda()
+    rng = np.random.default_rng()
+    workload = Workload(rng, REQUESTS[:4], 1)  # the decodes
+    batch = workload.step(0)
+    lens = (batch["extra_lens"] + WINDOW).astype(np.int32)
+    host = dict(query=batch["q"], swa_kv_cache=workload.swa_cache,
+                workspace_buffer=np.zeros(1 << 20, np.uint8), sparse_indices=batch["indices"],
+                compressed_kv_cache=workload.extra_cache, sparse_topk_lens=lens,
+                seq_lens=batch["seq_lens"], bmm1_scale=BMM1_SCALE,
+                cum_seq_lens_q=workload.query_start_loc, max_q_len=2)
+    want = bf16_values(smla.trtllm_batch_decode_sparse_mla_dsv4(**host))
+    fp8 = torch.float8_e4m3fn
+    device = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in host.items()
+              if isinstance(v, np.ndarray)}
+    for k in ("query", "swa_kv_cache", "compressed_kv_cache"):
+        device[k] = device[k].view(fp8)
+    out = smla.trtllm_batch_decode_sparse_mla_dsv4(**dict(host, **device))
+    assert out.dtype == torch.bfloat16 and out.is_cuda
+    got = out.float().cpu().numpy().astype(np.float64)
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) <= OUT_REL_FROBENIUS
+
+
+def test_device_arguments_are_checked():
+    torch = require_cuda()
+    q = torch.zeros((2, HEADS, smla.HEAD_DIM), dtype=torch.bfloat16, device="cuda")
+    cache = torch.zeros((1, BLOCK, smla.HEAD_DIM), dtype=torch.bfloat16, device="cuda")
+    indices = torch.zeros((2, 4), dtype=torch.int32)
+    try:
+        smla.sparse_mla(q, cache, indices, bmm1_scale=1.0)
+        raise AssertionError("host indices with a CUDA query were accepted")
+    except smla.DeviceError as e:
+        assert "swa_indices is on cpu but q is on cuda:0" in str(e)
+    plan = smla.Plan(4, 2, device="cuda")
+    try:
+        plan.build(np.array([0, 1, 2], np.int32), np.array([3, 4], np.int32), 1, "bf16")
+        raise AssertionError("host seq_lens were accepted by a device plan")
+    except smla.DeviceError as e:
+        assert "seq_lens is on cpu but the plan is on cuda:0" in str(e)
+    seq_lens = torch.tensor([3, 4], dtype=torch.int32, device="cuda")
+    plan.build(np.array([0, 1, 2], np.int32), seq_lens, 1, "bf16")
+    assert plan.decode_seq_lens.is_cuda and plan.decode_seq_lens.tolist() == [3, 4]
+
+
+if __name__ == "__main__":  # without pytest: run every test, fail on the first error
+    for name, test in list(globals().items()):
+        if name.startswith("test_") and callable(test):
+            test()
+            print(f"{name}: pass")
