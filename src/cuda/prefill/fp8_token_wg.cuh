@@ -23,6 +23,7 @@
 #include <cstdint>
 
 #include "../common/sm90.cuh"
+#include "../common/softmax.cuh"
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
 #include "params.cuh"
@@ -54,8 +55,6 @@ template <int kHT> constexpr int wgs_per_cta() { return kHT >= 16 ? 2 : 3; }
 template <int kHT> constexpr int smem_bytes() { return wgs_per_cta<kHT>() * Layout<kHT>::kBytes + 1024; }
 static_assert(smem_bytes<8>() <= 227 * 1024 && smem_bytes<16>() <= 227 * 1024 && smem_bytes<32>() <= 227 * 1024,
               "shared memory per CTA");
-
-__device__ __forceinline__ int acc_col(int i, int lane) { return (i / 4) * 8 + (lane % 4) * 2 + (i % 2); }
 
 // Position in the O^T wgmma's K order of tile row r (see the header comment).
 __device__ __forceinline__ int k_of_row(int r)
@@ -182,10 +181,7 @@ template <int kHT> struct TokenWG {
         const int n = n_swa + n_ext;
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
         if (n == 0) {
-            for (int i = tid; i < kHT * 64; i += kWGThreads)
-                reinterpret_cast<uint4 *>(out + (i / 64) * 512)[i % 64] = make_uint4(0, 0, 0, 0);
-            if (p.lse && tid < kHT)
-                p.lse[t * p.lse_token_stride + h0 + tid] = -INFINITY;
+            write_empty_token(p, t, h0, kHT, tid, kWGThreads);
             return;
         }
         const int ntiles = (n + kRows - 1) / kRows;
@@ -325,17 +321,7 @@ template <int kHT> struct TokenWG {
         sync();
         if (tid < kHT) {
             const float sum = colbuf[tid] + colbuf[kHT + tid] + colbuf[2 * kHT + tid] + colbuf[3 * kHT + tid];
-            const float m = mrun[tid];
-            const float sink = p.sinks ? p.sinks[h0 + tid] * 1.4426950408889634f : -INFINITY;
-            float scale = 0.f;
-            if (sum > 0.f && sink != INFINITY) {
-                const float mf = fmaxf(m, sink);
-                const float denom = sum * exp2f(m - mf) + (sink == -INFINITY ? 0.f : exp2f(sink - mf));
-                scale = p.bmm2_scale * exp2f(m - mf) / denom / kPScale;
-            }
-            alpha_s[tid] = scale;
-            if (p.lse)
-                p.lse[t * p.lse_token_stride + h0 + tid] = sum > 0.f ? (m + log2f(sum)) * 0.6931471805599453f : -INFINITY;
+            alpha_s[tid] = finish_head(p, t, h0 + tid, mrun[tid], sum, kPScale);
         }
         sync();
 

@@ -2,10 +2,8 @@
 // per CTA from the problem and the GPU, and launches it on the caller's stream.
 #include <cuda_runtime.h>
 
-#include <cstdlib>
-
+#include "bf16_shared_tile.cuh"
 #include "fp8_token_wg.cuh"
-#include "sparse_attention.cuh"
 
 extern "C" {
 #include "problem.h"
@@ -46,18 +44,6 @@ int heads_per_cta(int64_t tokens, int heads, int sm_count, int max_ht)
     return ht;
 }
 
-template <bool kFp8, int kHT> cudaError_t launch(const AttentionParams &p, cudaStream_t stream)
-{
-    constexpr int smem = PrefillConfig<kFp8, kHT>::kSmemBytes;
-    auto kernel = sparse_attention_kernel<kFp8, kHT>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (err != cudaSuccess)
-        return err;
-    const int64_t ctas = p.num_tokens * (p.num_heads / kHT);
-    kernel<<<static_cast<unsigned>(ctas), kThreads, smem, stream>>>(p);
-    return cudaGetLastError();
-}
-
 template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
 {
     constexpr int smem = fp8wg::smem_bytes<kHT>();
@@ -71,17 +57,26 @@ template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t
     return cudaGetLastError();
 }
 
-template <bool kFp8> cudaError_t launch_heads(const AttentionParams &p, cudaStream_t stream)
+template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
+{
+    constexpr int smem = bf16::Bf16Config<kHT>::kSmemBytes;
+    auto kernel = bf16::kernel<kHT>;
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess)
+        return err;
+    kernel<<<static_cast<unsigned>(p.num_tokens * (p.num_heads / kHT)), bf16::kThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
+// Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch.
+cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
 {
     switch (p.heads_per_cta) {
-    case 8: return launch<kFp8, 8>(p, stream);
-    case 16: return launch<kFp8, 16>(p, stream);
-    case 32: return launch<kFp8, 32>(p, stream);
+    case 8: return fp8_path ? launch_fp8<8>(p, stream) : launch_bf16<8>(p, stream);
+    case 16: return fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream);
+    case 32: return fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream);
+    default: return launch_bf16<64>(p, stream);
     }
-    if constexpr (kFp8)
-        return cudaErrorInvalidValue; // the FP8 path stops at 32 heads per CTA
-    else
-        return launch<kFp8, 64>(p, stream);
 }
 
 bool is_fp8_pool(const smla_index_set &set)
@@ -104,8 +99,10 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.num_heads = pr->num_heads;
     const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
     const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
-    // The FP8 path's S accumulators need registers that 64 heads per CTA do not leave.
-    p.heads_per_cta = heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, fp8_path ? 32 : 64);
+    // FP8: heads per warpgroup, at most 32 (a WG holds O^T for 512 dims); BF16: heads per
+    // CTA, at most 64. Enough work items for every SM (two WGs each on the FP8 path).
+    p.heads_per_cta = fp8_path ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
+                               : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 64);
     const int64_t ctas = pr->num_tokens * (pr->num_heads / p.heads_per_cta);
     if (ctas > 0x7FFFFFFF)
         return smla_fail(ctx, SMLA_ERR_SHAPE, "q: %lld tokens are more than one launch can hold", (long long)pr->num_tokens);
@@ -134,14 +131,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.lse_token_stride = pr->lse_token_stride;
 
     cudaStream_t stream = static_cast<cudaStream_t>(pr->stream);
-    cudaError_t err;
-    if (fp8_path && !getenv("SMLA_FP8_V1")) {
-        p.heads_per_cta = heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count * 2, 32);
-        err = p.heads_per_cta == 32 ? launch_fp8<32>(p, stream)
-              : p.heads_per_cta == 16 ? launch_fp8<16>(p, stream) : launch_fp8<8>(p, stream);
-    } else {
-        err = fp8_path ? launch_heads<true>(p, stream) : launch_heads<false>(p, stream);
-    }
+    const cudaError_t err = launch(p, fp8_path, stream);
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
     return smla_succeed(ctx);

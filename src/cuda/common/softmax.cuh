@@ -1,0 +1,45 @@
+// Pieces of the attention epilogue and softmax that every sparse attention kernel shares,
+// so that they compute them the same way.
+#pragma once
+#include <cstdint>
+
+#include "../prefill/params.cuh"
+
+namespace smla {
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Column (head) of f32 accumulator register i in the wgmma accumulator layout.
+__device__ __forceinline__ int acc_col(int i, int lane) { return (i / 4) * 8 + (lane % 4) * 2 + (i % 2); }
+
+// A token with no active entry: out = 0 and lse = -inf for heads h0 .. h0+heads-1, by
+// `threads` threads numbered tid.
+__device__ inline void write_empty_token(const AttentionParams &p, int64_t t, int h0, int heads, int tid, int threads)
+{
+    uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
+    for (int i = tid; i < heads * 64; i += threads)
+        reinterpret_cast<uint4 *>(out + (i / 64) * 512)[i % 64] = make_uint4(0, 0, 0, 0);
+    if (p.lse && tid < heads)
+        p.lse[t * p.lse_token_stride + h0 + tid] = -INFINITY;
+}
+
+// For head h of token t with running max m (log2 units) and row sum `sum` of
+// exp2(s - m): writes the LSE and returns the factor that turns the accumulated sum
+// p.v (computed with p scaled by p_scale) into the output, sink included. No valid
+// entry (sum == 0) or a +inf sink gives 0.
+__device__ inline float finish_head(const AttentionParams &p, int64_t t, int h, float m, float sum, float p_scale)
+{
+    const float sink = p.sinks ? p.sinks[h] * kLog2e : -INFINITY;
+    float scale = 0.f;
+    if (sum > 0.f && sink != INFINITY) {
+        const float mf = fmaxf(m, sink);
+        const float denom = sum * exp2f(m - mf) + (sink == -INFINITY ? 0.f : exp2f(sink - mf));
+        scale = p.bmm2_scale * exp2f(m - mf) / denom / p_scale;
+    }
+    if (p.lse)
+        p.lse[t * p.lse_token_stride + h] = sum > 0.f ? (m + log2f(sum)) * kLn2 : -INFINITY;
+    return scale;
+}
+
+} // namespace smla
