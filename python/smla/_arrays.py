@@ -9,6 +9,7 @@ bit patterns and uint8 arrays E4M3 bit patterns wherever smla expects BF16 or FP
 dtypes (torch.uint8 / torch.uint16 bits are accepted the same way).
 """
 import contextlib
+import ctypes
 import sys
 
 import numpy as np
@@ -29,6 +30,8 @@ DTYPE_NAMES = {_abi.DTYPE_BF16: "bfloat16 (NumPy: uint16 bits)",
                _abi.DTYPE_FP8_E4M3: "float8_e4m3fn (NumPy: uint8 bits)",
                _abi.DTYPE_F32: "float32", _abi.DTYPE_I32: "int32", _abi.DTYPE_U8: "uint8"}
 KV_FORMATS = {"bf16": _abi.KV_BF16, "fp8": _abi.KV_FP8, "fp8_ds_mla": _abi.KV_FP8_DS_MLA}
+_NO_ELEMENTS = (ctypes.c_uint8 * 32)()  # never read: empty tensors point here, 16-aligned
+_NO_ELEMENTS_ADDRESS = (ctypes.addressof(_NO_ELEMENTS) + 15) & ~15
 
 
 def torch_module():
@@ -141,9 +144,10 @@ class Arg:
                               f"{reference.place}")
 
     def tensor(self, dtype):
-        """An smla_tensor over this argument, read as dtype."""
+        """An smla_tensor over this argument, read as dtype. An empty tensor may have no
+        storage; it gets a stand-in address, as data NULL would mean 'not given'."""
         t = _abi.Tensor()
-        t.data = self.ptr or None
+        t.data = self.ptr or _NO_ELEMENTS_ADDRESS
         t.dtype = dtype
         t.ndim = self.ndim
         for i in range(self.ndim):
@@ -295,28 +299,28 @@ def _is_contiguous(arg):
     return True
 
 
-class _RawBuffer:
-    """int32 memory that NumPy (__array_interface__) or PyTorch (__cuda_array_interface__)
-    can view without copying; it keeps `owner` alive as long as a view exists."""
+class _Int32Memory:
+    """count int32 at ptr, for NumPy (__array_interface__, host memory) or PyTorch
+    (__cuda_array_interface__, device memory) to view without copying; it keeps `owner`
+    alive as long as a view exists."""
 
     def __init__(self, ptr, count, owner):
-        self._interface = {"shape": (count,), "typestr": "<i4", "data": (ptr or 0, False),
-                           "strides": None, "version": 2}
+        self.interface = {"shape": (count,), "typestr": "<i4", "data": (ptr or 0, False),
+                          "strides": None, "version": 2}
         self.owner = owner
 
-    @property
-    def __array_interface__(self):
-        return self._interface
 
-    @property
-    def __cuda_array_interface__(self):
-        return self._interface
+class _HostInt32(_Int32Memory):
+    __array_interface__ = property(lambda self: self.interface)
+
+
+class _DeviceInt32(_Int32Memory):
+    __cuda_array_interface__ = property(lambda self: self.interface)
 
 
 def int32_view(ptr, count, device, owner):
     """A view of count int32 at ptr: NumPy for host memory, a torch CUDA tensor for device
     memory (device is its index). The view keeps owner alive."""
-    buffer = _RawBuffer(ptr, count, owner)
     if device is None:
-        return np.asarray(buffer)
-    return torch_module().as_tensor(buffer, device=f"cuda:{device}")
+        return np.asarray(_HostInt32(ptr, count, owner))
+    return torch_module().as_tensor(_DeviceInt32(ptr, count, owner), device=f"cuda:{device}")
