@@ -84,8 +84,8 @@ class Arg:
                               "tensors")
 
     def _from_numpy(self, a):
-        self.dtype_text = a.dtype.name
         native = a.dtype.isnative or a.dtype.itemsize == 1
+        self.dtype_text = a.dtype.name if native else a.dtype.str  # ">u2": byte-swapped
         self.dtype = _NUMPY_DTYPES.get(a.dtype.name, _abi.DTYPE_INVALID) if native \
             else _abi.DTYPE_INVALID
         self.shape = a.shape

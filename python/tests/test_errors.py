@@ -38,7 +38,7 @@ def ds_mla_case(rng):
 BAD_ARGUMENTS = [  # (argument changes from a valid bf16 call, exception, message part)
     (lambda k: dict(q=k["q"].tolist()), smla.DtypeError, "q: expected a torch.Tensor"),
     (lambda k: dict(q=k["q"].astype(np.float32)), smla.DtypeError, "q: dtype float32"),
-    (lambda k: dict(q=k["q"].astype(">u2")), smla.DtypeError, "q: dtype uint16"),
+    (lambda k: dict(q=k["q"].astype(">u2")), smla.DtypeError, "q: dtype >u2"),
     (lambda k: dict(q=k["q"].view(np.int16)), smla.DtypeError, "q: dtype int16"),
     (lambda k: dict(q=k["q"][0]), smla.ShapeError, "q: 2 dimensions"),
     (lambda k: dict(q=k["q"][:, :, :256]), smla.ShapeError, "q: shape [6, 8, 256]"),
