@@ -194,6 +194,9 @@ typedef struct smla_plan_view {
     int32_t *segment_query_starts;/* [num_segments+1], rebased to the first prefill token */
     int32_t *segment_seq_lens;    /* [num_segments], S - Q + segment end (computed on device) */
     int32_t *segment_requests;    /* [num_segments], request index in the batch */
+    /* [2]: num_decodes and num_segments of the last build, in plan memory. Kernels read
+     * them at run time, so a launch captured in a CUDA graph follows later builds. */
+    const int32_t *counts;
     const int32_t *host_decode_query_starts;
     const int32_t *host_segment_query_starts;
     const int32_t *host_segment_requests;
@@ -216,6 +219,19 @@ typedef enum smla_backend {
     SMLA_BACKEND_CPU,
     SMLA_BACKEND_CUDA
 } smla_backend;
+
+/* How the CUDA backend may split one token's KV entries across work items (split-KV,
+ * merged by a combine step), to fill the GPU when a launch has few tokens. A plan's
+ * prefill tokens are never split. */
+typedef enum smla_split_mode {
+    SMLA_SPLIT_AUTO = 0, /* split only launches too small to fill the GPU, into as many
+                            pieces as fill it: fastest; a split token's last bits then
+                            depend on the batch size */
+    SMLA_SPLIT_FIXED,    /* split every token at fixed 512-entry boundaries: bit-identical
+                            whatever the batch, at the cost of the partial results' traffic */
+    SMLA_SPLIT_NONE      /* never split: bit-identical whatever the batch; small batches
+                            leave most of the GPU idle */
+} smla_split_mode;
 
 /* Every input of the operation. Optional tensors are absent when their data is NULL.
  * Tokens are positioned by, at most one of: a plan (decode tokens first, then the
@@ -240,6 +256,7 @@ typedef struct smla_attention_args {
     smla_tensor lse;            /* optional [T][H] F32 */
     smla_backend backend;
     void *stream;               /* cudaStream_t for the CUDA backend */
+    smla_split_mode split;      /* CUDA backend only (the CPU reference never splits) */
 } smla_attention_args;
 
 /* Zero-initialised args with bmm2_scale = 1 and the default window. */

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "cuda_device.h"
+#include "cuda_workspace.h"
 #include "internal.h"
 
 smla_status smla_context_create(smla_context **ctx)
@@ -23,6 +24,11 @@ smla_status smla_context_create(smla_context **ctx)
 
 void smla_context_destroy(smla_context *ctx)
 {
+    if (!ctx)
+        return;
+#ifdef SMLA_WITH_CUDA
+    smla_cuda_workspace_free(ctx);
+#endif
     free(ctx);
 }
 

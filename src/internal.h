@@ -12,6 +12,8 @@ struct smla_context {
     int has_cuda;         /* built with CUDA and a device is usable */
     int cuda_device;      /* device current at creation */
     int sm_count;         /* multiprocessors of that device */
+    void *workspace;      /* device scratch of the CUDA backend (split-KV partials) */
+    size_t workspace_bytes;
 };
 
 /* Records a formatted message on ctx (when not NULL) and returns status. */

@@ -65,6 +65,7 @@ static void point_view_at_host(smla_plan *plan)
     v->host_segment_query_starts = h->segment_query_starts;
     v->host_segment_requests = h->segment_requests;
     if (plan->memory == SMLA_MEMORY_HOST) {
+        v->counts = plan->host_counts;
         v->decode_query_starts = h->decode_query_starts;
         v->decode_seq_lens = h->decode_seq_lens;
         v->segment_query_starts = h->segment_query_starts;

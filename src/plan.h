@@ -34,6 +34,7 @@ struct smla_plan {
     smla_plan_host_arrays host;
     void *host_block;              /* the one allocation behind host */
     const int32_t *seq_lens;       /* the last build's batch seq_lens */
+    int32_t host_counts[2];        /* num_decodes, num_segments: a host plan's view.counts */
     smla_plan_device *device;      /* device plans only */
 };
 

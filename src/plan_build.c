@@ -159,6 +159,8 @@ static void write_plan(smla_plan *plan, const smla_batch *batch, const batch_sha
     v->num_segments = seg;
     v->max_segment_len = max_len;
     v->segment_cap = shape->segment_cap;
+    plan->host_counts[0] = num_decodes;
+    plan->host_counts[1] = seg;
     plan->seq_lens = batch->seq_lens;
 }
 

@@ -44,6 +44,10 @@ typedef struct smla_problem {
     /* Positions: num_parts == 0 means no positions (every row computed, no window). */
     int num_parts;
     smla_positions parts[SMLA_MAX_POSITION_PARTS];
+    /* With a plan, also its view: GPU kernels take the counts from view.counts at run
+     * time (CUDA-graph replays after later builds), the CPU uses parts[] as built now. */
+    int has_plan;
+    smla_plan_view plan;
     int32_t window;
     const float *sinks;       /* optional [H] */
     float bmm1_scale;
@@ -54,6 +58,7 @@ typedef struct smla_problem {
     int64_t lse_token_stride; /* elements; head stride 1 */
     smla_memory memory;
     void *stream;
+    smla_split_mode split;
 } smla_problem;
 
 smla_status smla_problem_from_args(smla_context *ctx, const smla_attention_args *args,

@@ -277,6 +277,8 @@ static smla_status check_plan(checked_args *c)
                          view.num_decode_tokens, view.num_prefill_tokens,
                          (long long)c->q.shape[0]);
     note_pointer(c, "plan", c->args->plan, view.memory);
+    c->problem->has_plan = 1;
+    c->problem->plan = view;
     add_part(c, "plan decode_query_starts", view.decode_query_starts, view.decode_seq_lens,
              view.num_decodes, 0, view.num_decode_tokens);
     add_part(c, "plan segment_query_starts", view.segment_query_starts,
@@ -343,6 +345,9 @@ static smla_status choose_memory(checked_args *c)
     if (backend != SMLA_BACKEND_AUTO && backend != SMLA_BACKEND_CPU &&
         backend != SMLA_BACKEND_CUDA)
         return smla_fail(c->ctx, SMLA_ERR_VALUE, "backend: unknown value %d", (int)backend);
+    const smla_split_mode split = c->args->split;
+    if (split != SMLA_SPLIT_AUTO && split != SMLA_SPLIT_FIXED && split != SMLA_SPLIT_NONE)
+        return smla_fail(c->ctx, SMLA_ERR_VALUE, "split: unknown value %d", (int)split);
 #ifndef SMLA_WITH_CUDA
     if (backend == SMLA_BACKEND_CUDA)
         return smla_fail(c->ctx, SMLA_ERR_BACKEND,
@@ -466,6 +471,7 @@ static void fill_problem(checked_args *c)
     p->lse = a->lse.data;
     p->lse_token_stride = a->lse.data ? c->lse.stride[0] : 0;
     p->stream = a->stream;
+    p->split = a->split;
 }
 
 smla_status smla_problem_from_args(smla_context *ctx, const smla_attention_args *args,

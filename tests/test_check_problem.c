@@ -12,7 +12,7 @@ static void check_one(smla_context *ctx, const smla_check_config *cfg, smla_tool
 {
     smla_check_problem p;
     CHECK_STATUS(smla_check_problem_make(cfg, rng, &p), SMLA_OK);
-    if (cfg->positions == SMLA_CHECK_POSITIONS_PLAN) { /* the batch is a valid plan input */
+    if (cfg->positions >= SMLA_CHECK_POSITIONS_PLAN) { /* the batch is a valid plan input */
         const smla_plan_capacity cap = {(int32_t)p.args.q.shape[0] + 1, p.num_requests + 1, 0};
         const smla_batch batch = {p.num_requests, p.query_start_loc, p.seq_lens, p.decode_threshold,
                                   cfg->q_dtype, p.segment_cap};
@@ -81,7 +81,7 @@ int main(void)
     for (int h = 0; h < 4; h++)
         for (int q = 0; q < 2; q++)
             for (int f = 0; f < 3; f++)
-                for (int pos = 0; pos < 3; pos++) {
+                for (int pos = 0; pos < 4; pos++) {
                     const smla_check_config cfg = {heads[h], q ? SMLA_DTYPE_BF16 : SMLA_DTYPE_FP8_E4M3,
                                                    formats[f][0], formats[f][1], (smla_check_positions)pos,
                                                    512 / heads[h]};

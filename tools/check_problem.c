@@ -93,26 +93,28 @@ static smla_tensor lens_tensor(smla_check_problem *p, smla_tool_rng *rng, int64_
     return smla_tensor_1d(lens, SMLA_DTYPE_I32, tokens, SMLA_MEMORY_HOST);
 }
 
-/* Splits tokens into requests (decodes first in PLAN mode) and fills the batch and the
+/* Splits tokens into requests (decodes first in PLAN mode, only decodes in DECODE mode)
+ * and fills the batch and the
  * matching cu_seqlens_q / seq_lens tensors. Leaves some padding rows at the end. */
 static smla_status make_positions(smla_check_problem *p, smla_tool_rng *rng,
                                   const smla_check_config *c, int64_t tokens)
 {
     const int64_t padding = smla_tool_rng_range(rng, 0, tokens > 3 ? 3 : 0);
     int64_t left = tokens - padding;
-    const int32_t max_requests = (int32_t)(left < 12 ? left + 1 : 12);
+    const int decode_only = c->positions == SMLA_CHECK_POSITIONS_DECODE;
+    const int32_t max_requests = decode_only ? (int32_t)left + 1 : (int32_t)(left < 12 ? left + 1 : 12);
     p->query_start_loc = own(p, (size_t)(max_requests + 2) * sizeof(int32_t));
     p->seq_lens = own(p, (size_t)(max_requests + 1) * sizeof(int32_t));
     if (!p->query_start_loc || !p->seq_lens)
         return SMLA_ERR_OUT_OF_MEMORY;
-    p->decode_threshold = (int32_t)smla_tool_rng_range(rng, 1, 3);
+    p->decode_threshold = decode_only ? 4 : (int32_t)smla_tool_rng_range(rng, 1, 3);
     static const int32_t caps[] = {SMLA_SEGMENT_CAP_DEFAULT, 0, 1, 7, 64, 1024};
     p->segment_cap = caps[smla_tool_rng_range(rng, 0, 5)];
     int32_t r = 0;
-    int decodes = c->positions == SMLA_CHECK_POSITIONS_PLAN;
+    int decodes = c->positions == SMLA_CHECK_POSITIONS_PLAN || decode_only;
     while (left > 0 && r < max_requests - 1) {
         int64_t q;
-        if (decodes && chance(rng, 0.5)) {
+        if (decodes && (decode_only || chance(rng, 0.5))) {
             q = smla_tool_rng_range(rng, 1, p->decode_threshold);
         } else {
             decodes = 0;
@@ -128,7 +130,7 @@ static smla_status make_positions(smla_check_problem *p, smla_tool_rng *rng,
         if (c->positions == SMLA_CHECK_POSITIONS_SEQLENS && chance(rng, 0.1))
             q = 0; /* an empty sequence */
         p->query_start_loc[r + 1] = p->query_start_loc[r] + (int32_t)q;
-        int64_t prefix = chance(rng, 0.3) ? 0 : smla_tool_rng_range(rng, 1, 400);
+        int64_t prefix = chance(rng, 0.3) ? 0 : smla_tool_rng_range(rng, 1, decode_only ? 5000 : 400);
         if (c->positions == SMLA_CHECK_POSITIONS_SEQLENS && chance(rng, 0.1))
             prefix = -smla_tool_rng_range(rng, 1, q > 1 ? q : 1); /* seq_len < query length */
         p->seq_lens[r] = (int32_t)(q + prefix);
@@ -242,6 +244,8 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
     a->window = windows[smla_tool_rng_range(rng, 0, 5)];
     a->bmm1_scale = (float)(0.03 + 0.09 * smla_tool_rng_uniform(rng));
     a->bmm2_scale = (float)(0.5 + 1.5 * smla_tool_rng_uniform(rng));
+    static const smla_split_mode splits[] = {SMLA_SPLIT_AUTO, SMLA_SPLIT_FIXED, SMLA_SPLIT_NONE};
+    a->split = splits[smla_tool_rng_range(rng, 0, 2)];
 
     smla_status st = make_pool(p, rng, c->swa_format, &a->swa);
     if (st == SMLA_OK && has_extra)
@@ -261,12 +265,13 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
         return st;
     }
     snprintf(p->description, sizeof p->description,
-             "T=%lld H=%d q=%s swa=%s[%d]%s%s ext=%s[%d]%s window=%d requests=%d sinks=%s",
+             "T=%lld H=%d q=%s swa=%s[%d]%s%s ext=%s[%d]%s window=%d requests=%d sinks=%s split=%s",
              (long long)tokens, c->num_heads, c->q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16",
              smla_kv_format_name(c->swa_format), wswa, a->swa_lens.data ? "+lens" : "",
              a->extra_indices.data && a->extra_indices.data == (int32_t *)a->swa_indices.data + wswa ? " (shared)" : "",
              has_extra ? smla_kv_format_name(c->extra_format) : "none", wext,
-             a->extra_lens.data ? "+lens" : "", a->window, p->num_requests, a->sinks.data ? "yes" : "no");
+             a->extra_lens.data ? "+lens" : "", a->window, p->num_requests, a->sinks.data ? "yes" : "no",
+             a->split == SMLA_SPLIT_AUTO ? "auto" : a->split == SMLA_SPLIT_FIXED ? "fixed" : "none");
     smla_check_problem_poison(p);
     return SMLA_OK;
 }

@@ -10,7 +10,8 @@
 typedef enum smla_check_positions {
     SMLA_CHECK_POSITIONS_NONE,     /* no positions: every row computed */
     SMLA_CHECK_POSITIONS_SEQLENS,  /* cu_seqlens_q + seq_lens, some padding rows */
-    SMLA_CHECK_POSITIONS_PLAN      /* requests (decodes first) to be planned */
+    SMLA_CHECK_POSITIONS_PLAN,     /* requests (decodes first) to be planned */
+    SMLA_CHECK_POSITIONS_DECODE    /* a plan of decode requests only, 1-4 tokens each */
 } smla_check_positions;
 
 typedef struct smla_check_config {

@@ -32,11 +32,16 @@ static const kv_combo kv_combos[] = {
     {SMLA_KV_BF16, SMLA_KV_BF16},
     {SMLA_KV_FP8, SMLA_KV_INVALID},
     {SMLA_KV_BF16, SMLA_KV_FP8},
+    {SMLA_KV_FP8_DS_MLA, SMLA_KV_FP8_DS_MLA},
+    {SMLA_KV_FP8_DS_MLA, SMLA_KV_INVALID},
 };
 
 static const char *positions_name(smla_check_positions p)
 {
-    return p == SMLA_CHECK_POSITIONS_NONE ? "none" : p == SMLA_CHECK_POSITIONS_SEQLENS ? "seqlens" : "plan";
+    return p == SMLA_CHECK_POSITIONS_NONE      ? "none"
+           : p == SMLA_CHECK_POSITIONS_SEQLENS ? "seqlens"
+           : p == SMLA_CHECK_POSITIONS_PLAN    ? "plan"
+                                               : "decode";
 }
 
 /* Runs a host problem on the GPU (through a device plan in PLAN mode) and copies the
@@ -147,7 +152,7 @@ static int check_config(smla_context *ctx, const smla_check_config *cfg, const c
                     smla_status_string(st), smla_context_last_error(ctx));
             bad = 1;
         }
-        const int use_plan = cfg->positions == SMLA_CHECK_POSITIONS_PLAN;
+        const int use_plan = cfg->positions >= SMLA_CHECK_POSITIONS_PLAN;
         if (!bad && run_gpu(ctx, &p, use_plan, p.segment_cap, gpu.out, gpu.lse) != 0)
             bad = 1;
         smla_check_result r;
@@ -175,8 +180,9 @@ static int check_config(smla_context *ctx, const smla_check_config *cfg, const c
     return failures;
 }
 
-/* Bit-exactness on the GPU: the same problem twice; through a plan with segments versus
- * one sequence per request; the first `keep` tokens run alone versus in the batch. */
+/* Bit-exactness on the GPU (split-KV at fixed points, SMLA_SPLIT_FIXED): the same
+ * problem twice; through a plan with segments versus one sequence per request; the first
+ * `keep` tokens run alone versus in the batch. */
 static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, smla_tool_rng *rng)
 {
     smla_check_config cfg = {heads, q_dtype, SMLA_KV_FP8, SMLA_KV_FP8, SMLA_CHECK_POSITIONS_PLAN, 400};
@@ -185,6 +191,7 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
+    p.args.split = SMLA_SPLIT_FIXED;
     output_copy a, b, c, d;
     int bad = output_alloc(&p, &a) | output_alloc(&p, &b) | output_alloc(&p, &c) | output_alloc(&p, &d);
     bad = bad || run_gpu(ctx, &p, 0, 0, a.out, a.lse) || run_gpu(ctx, &p, 0, 0, b.out, b.lse) ||
@@ -236,8 +243,10 @@ static int run_checks(smla_context *ctx, const check_options *o)
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (size_t qi = 0; qi < 2; qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
-                for (int pos = 0; pos < 3; pos++) {
+                for (int pos = 0; pos < 4; pos++) {
                     int max_tokens = o->token_heads / heads[hi];
+                    if (pos == SMLA_CHECK_POSITIONS_DECODE) /* batches up to 512 requests */
+                        max_tokens = 4 * max_tokens < 2048 ? 4 * max_tokens : 2048;
                     smla_check_config cfg = {heads[hi], qs[qi], kv_combos[ki].swa, kv_combos[ki].extra,
                                              (smla_check_positions)pos, max_tokens < 1 ? 1 : max_tokens};
                     double fro = 0, lse = 0;

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 
 namespace smla {
 
@@ -100,15 +101,22 @@ __device__ __forceinline__ uint16_t f32x2_to_e4m3x2(float a, float b)
     return r;
 }
 
-// Two E4M3 (low byte first) to two BF16 packed in a word (via f16, exact).
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v)
+// Two E4M3 (low byte first) times a power-of-two scale to two BF16 packed in a word
+// (via f16 and f32: exact unless the product leaves BF16's range).
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
 {
     uint32_t h2;
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(v));
     const __half2 h = *reinterpret_cast<const __half2 *>(&h2);
     const float2 f = __half22float2(h);
-    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * scale, f.y * scale);
     return *reinterpret_cast<const uint32_t *>(&b);
+}
+
+// UE8M0 block scale: 2^(b - 127); 255 is NaN.
+__device__ __forceinline__ float ue8m0_to_float(uint8_t b)
+{
+    return b == 255 ? __uint_as_float(0x7FC00000u) : b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(uint32_t(b) << 23);
 }
 
 __device__ __forceinline__ float e4m3_to_float(uint8_t v)

@@ -24,22 +24,23 @@ __device__ inline void write_empty_token(const AttentionParams &p, int64_t t, in
         p.lse[t * p.lse_token_stride + h0 + tid] = -INFINITY;
 }
 
-// For head h of token t with running max m (log2 units) and row sum `sum` of
-// exp2(s - m): writes the LSE and returns the factor that turns the accumulated sum
-// p.v (computed with p scaled by p_scale) into the output, sink included. No valid
-// entry (sum == 0) or a +inf sink gives 0.
-__device__ inline float finish_head(const AttentionParams &p, int64_t t, int h, float m, float sum, float p_scale)
+// For head h with running max m (log2 units) and row sum `sum` of exp2(s - m): the
+// factor that turns the accumulated sum p.v (computed with p scaled by p_scale) into the
+// output, sink included. No valid entry (sum == 0) or a +inf sink gives 0.
+__device__ inline float head_scale(const AttentionParams &p, int h, float m, float sum, float p_scale)
 {
     const float sink = p.sinks ? p.sinks[h] * kLog2e : -INFINITY;
-    float scale = 0.f;
-    if (sum > 0.f && sink != INFINITY) {
-        const float mf = fmaxf(m, sink);
-        const float denom = sum * exp2f(m - mf) + (sink == -INFINITY ? 0.f : exp2f(sink - mf));
-        scale = p.bmm2_scale * exp2f(m - mf) / denom / p_scale;
-    }
-    if (p.lse)
-        p.lse[t * p.lse_token_stride + h] = sum > 0.f ? (m + log2f(sum)) * kLn2 : -INFINITY;
-    return scale;
+    if (!(sum > 0.f) || sink == INFINITY)
+        return 0.f;
+    const float mf = fmaxf(m, sink);
+    const float denom = sum * exp2f(m - mf) + (sink == -INFINITY ? 0.f : exp2f(sink - mf));
+    return p.bmm2_scale * exp2f(m - mf) / denom / p_scale;
+}
+
+// The natural-log LSE of a head (the sink is not included); -inf without a valid entry.
+__device__ inline float head_lse(float m, float sum)
+{
+    return sum > 0.f ? (m + log2f(sum)) * kLn2 : -INFINITY;
 }
 
 } // namespace smla

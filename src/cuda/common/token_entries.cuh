@@ -10,36 +10,52 @@
 
 namespace smla {
 
+// Position of token rel (relative to its part) among num_seqs sequences starting at
+// cu[]: false when it is in none of them (padding).
+__device__ inline bool position_in(const int32_t *cu, const int32_t *seq_lens, int num_seqs, int64_t rel,
+                                   int64_t *pos)
+{
+    if (num_seqs <= 0 || rel < 0)
+        return false;
+    // Largest b with cu[b] <= rel (terminates whatever cu holds).
+    int lo = 0, hi = num_seqs - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (cu[mid] <= rel)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    const int64_t begin = cu[lo], end = cu[lo + 1];
+    if (rel < begin || rel >= end)
+        return false;
+    *pos = static_cast<int64_t>(seq_lens[lo]) - (end - begin) + (rel - begin);
+    return true;
+}
+
 // Finds token t's sequence. Returns false when t is padding (not covered by any
 // sequence); otherwise sets *has_pos and *pos (absolute position, may be negative when a
 // sequence's seq_len is shorter than its query length: such a token has no SWA column).
 __device__ inline bool token_position(const AttentionParams &p, int64_t t, bool *has_pos,
                                       int64_t *pos)
 {
-    *has_pos = false;
+    *has_pos = p.has_plan || p.num_parts > 0;
     *pos = 0;
+    if (p.has_plan) { // decodes first, then the prefill segments
+        const PlanPositions &pl = p.plan;
+        const int32_t decodes = pl.counts[0], segments = pl.counts[1];
+        const int64_t decode_tokens = decodes > 0 ? pl.decode_starts[decodes] : 0;
+        if (t < decode_tokens)
+            return position_in(pl.decode_starts, pl.decode_seq_lens, decodes, t, pos);
+        return position_in(pl.segment_starts, pl.segment_seq_lens, segments, t - decode_tokens, pos);
+    }
     if (p.num_parts == 0)
         return true;
     for (int i = 0; i < p.num_parts; i++) {
         const PositionPart &part = p.parts[i];
         const int64_t rel = t - part.token_offset;
-        if (rel < 0 || rel >= part.num_tokens || part.num_seqs <= 0)
-            continue;
-        // Largest b with cu[b] <= rel (terminates whatever cu holds).
-        int lo = 0, hi = part.num_seqs - 1;
-        while (lo < hi) {
-            const int mid = (lo + hi + 1) / 2;
-            if (part.cu[mid] <= rel)
-                lo = mid;
-            else
-                hi = mid - 1;
-        }
-        const int64_t begin = part.cu[lo], end = part.cu[lo + 1];
-        if (rel < begin || rel >= end)
-            return false;
-        *has_pos = true;
-        *pos = static_cast<int64_t>(part.seq_lens[lo]) - (end - begin) + (rel - begin);
-        return true;
+        if (rel >= 0 && rel < part.num_tokens)
+            return position_in(part.cu, part.seq_lens, part.num_seqs, rel, pos);
     }
     return false;
 }
@@ -52,6 +68,19 @@ __device__ inline int active_columns(const IndexParams &ix, int64_t t)
         return ix.width;
     const int len = ix.lens[t * ix.lens_stride];
     return len < 0 ? 0 : (len > ix.width ? ix.width : len);
+}
+
+// Whether token t's KV work is split across work items: every token when the launch
+// splits, except a plan's prefill tokens (never split, so their results do not depend on
+// the batch).
+__device__ inline bool token_is_split(const AttentionParams &p, int64_t t)
+{
+    if (p.splits <= 1)
+        return false;
+    if (!p.has_plan)
+        return true;
+    const int32_t decodes = p.plan.counts[0];
+    return decodes > 0 && t < p.plan.decode_starts[decodes];
 }
 
 // Active SWA and extra columns of token t; false when t is padding.
@@ -73,9 +102,13 @@ __device__ inline bool token_entries(const AttentionParams &p, int64_t t, int *n
 }
 
 // Address of the row entry e (< n_swa + n_ext) of token t reads, or 0 when its index is
-// invalid. Rows are 16-byte aligned, so bit 0 is free: it is set for E4M3 (`fp8`) rows,
-// which kernels that compute in BF16 convert.
-__device__ inline uint64_t entry_row(const AttentionParams &p, int64_t t, int e, int n_swa)
+// invalid. Rows are 16-byte aligned, so the low bits are free to tag the format:
+// kRowE4M3 for `fp8` rows, kRowDsMla for `fp8_ds_mla` rows, whose scale row's address
+// goes to *scale_row (when given). Kernels that compute in BF16 convert tagged rows.
+constexpr uint64_t kRowE4M3 = 1, kRowDsMla = 2, kRowTags = 3;
+
+__device__ inline uint64_t entry_row(const AttentionParams &p, int64_t t, int e, int n_swa,
+                                     uint64_t *scale_row = nullptr)
 {
     const bool swa = e < n_swa;
     const IndexParams &ix = swa ? p.swa_idx : p.extra_idx;
@@ -84,11 +117,16 @@ __device__ inline uint64_t entry_row(const AttentionParams &p, int64_t t, int e,
     const int32_t slot = ix.indices[t * ix.row_stride + col];
     if (slot < 0 || slot >= pool.rows)
         return 0;
+    const int64_t block = slot / pool.block_size, row = slot % pool.block_size;
+    const uint8_t *block_base = pool.data + block * pool.block_stride;
+    if (pool.format == SMLA_KV_FP8_DS_MLA) {
+        if (scale_row)
+            *scale_row = reinterpret_cast<uint64_t>(block_base + int64_t(pool.block_size) * SMLA_DS_MLA_DATA_BYTES +
+                                                    row * SMLA_DS_MLA_SCALE_BYTES);
+        return reinterpret_cast<uint64_t>(block_base + row * SMLA_DS_MLA_DATA_BYTES) | kRowDsMla;
+    }
     const bool fp8 = pool.format == SMLA_KV_FP8;
-    const int64_t row_bytes = fp8 ? 512 : 1024;
-    const int64_t offset = static_cast<int64_t>(slot / pool.block_size) * pool.block_stride +
-                           static_cast<int64_t>(slot % pool.block_size) * row_bytes;
-    return reinterpret_cast<uint64_t>(pool.data + offset) | (fp8 ? 1u : 0u);
+    return reinterpret_cast<uint64_t>(block_base + row * (fp8 ? 512 : 1024)) | (fp8 ? kRowE4M3 : 0);
 }
 
 } // namespace smla

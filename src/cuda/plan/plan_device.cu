@@ -153,6 +153,7 @@ extern "C" smla_status smla_plan_device_create(smla_plan *plan)
         return cuda_fail(ctx, err, "cudaEventCreate");
     }
     smla_plan_view *v = &plan->view;
+    v->counts = dev->mirror; // the staged header: [0] num_decodes, [1] num_segments
     v->decode_query_starts = dev->out.decode_query_starts;
     v->decode_seq_lens = dev->out.decode_seq_lens;
     v->segment_query_starts = dev->out.segment_query_starts;

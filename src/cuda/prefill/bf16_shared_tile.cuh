@@ -35,7 +35,8 @@ template <int kHT> struct Bf16Config {
     static constexpr int kQOff = kTileOff + kTileBytes;
     static constexpr int kPOff = kQOff + kQBytes;
     static constexpr int kRowInfoOff = kPOff + kPBytes;       // 3 x 128 row addresses
-    static constexpr int kColMaxOff = kRowInfoOff + 3 * kTileRows * 8; // [8 warps][HT]
+    static constexpr int kScaleRowOff = kRowInfoOff + 3 * kTileRows * 8; // 3 x 128 scale rows
+    static constexpr int kColMaxOff = kScaleRowOff + 3 * kTileRows * 8;  // [8 warps][HT]
     static constexpr int kMaxOff = kColMaxOff + 8 * kHT * 4;   // running max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;        // rescale factor [HT]
     static constexpr int kSmemBytes = kAlphaOff + kHT * 4 + 1024; // + alignment slack
@@ -46,28 +47,36 @@ template <int kHT> struct SharedTile {
     static constexpr int kSReg = kHT / 2;  // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;  // distinct heads per thread
 
-    // Issues the gather of one tile (rows whose info is 0 are zero-filled).
-    static __device__ void load_tile(uint8_t *tile, const uint64_t *info, const void *dummy)
+    // Issues the gather of one tile (rows whose info is 0 are zero-filled). BF16 rows are
+    // copied; E4M3 rows (`fp8`) and `fp8_ds_mla` rows (E4M3 x UE8M0 block scale, then BF16
+    // RoPE values) are converted to BF16, exactly, on the way.
+    static __device__ void load_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_rows,
+                                     const void *dummy)
     {
         const int tid = threadIdx.x;
 #pragma unroll 8
-            for (int k = 0; k < 32; k++) {
-                const int row = tid / 64 + 4 * k, c = tid % 64;
-                const uint64_t a = info[row];
-                uint8_t *dst = tile + tile_offset(kTileRows, row, c * 16);
-                if (a & 1) { // E4M3 row: 8 source bytes -> 16 bytes of BF16
-                    const uint2 v = *reinterpret_cast<const uint2 *>((a & ~uint64_t(1)) + c * 8);
-                    uint4 o;
-                    o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
-                    o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
-                    o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
-                    o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
-                    *reinterpret_cast<uint4 *>(dst) = o;
-                } else {
-                    const void *src = a ? reinterpret_cast<const void *>(a + c * 16) : dummy;
-                    cp_async16(dst, src, a ? 16 : 0);
-                }
+        for (int k = 0; k < 32; k++) {
+            const int row = tid / 64 + 4 * k, c = tid % 64; // c: 8 BF16 values, dims 8c..8c+7
+            const uint64_t a = info[row], data = a & ~kRowTags;
+            uint8_t *dst = tile + tile_offset(kTileRows, row, c * 16);
+            if ((a & kRowE4M3) || ((a & kRowDsMla) && c < SMLA_DS_MLA_NOPE / 8)) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(data + c * 8);
+                const float scale = (a & kRowDsMla)
+                                        ? ue8m0_to_float(reinterpret_cast<const uint8_t *>(scale_rows[row])[c / 8])
+                                        : 1.f;
+                uint4 o;
+                o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), scale);
+                o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), scale);
+                o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), scale);
+                o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), scale);
+                *reinterpret_cast<uint4 *>(dst) = o;
+            } else {
+                // BF16 rows, and the RoPE part of fp8_ds_mla rows (after 448 E4M3 bytes).
+                const uint64_t src_off = (a & kRowDsMla) ? SMLA_DS_MLA_NOPE + (c - SMLA_DS_MLA_NOPE / 8) * 16 : c * 16;
+                const void *src = a ? reinterpret_cast<const void *>(data + src_off) : dummy;
+                cp_async16(dst, src, a ? 16 : 0);
             }
+        }
     }
 
     // Q rows h0 .. h0+kHT-1 of token t, in the operand layout (converted when needed).
@@ -79,10 +88,10 @@ template <int kHT> struct SharedTile {
                 for (int c = tid; c < kHT * 64; c += kThreads) {
                     const uint2 v = *reinterpret_cast<const uint2 *>(src + (c / 64) * 512 + (c % 64) * 8);
                     uint4 o;
-                    o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x));
-                    o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16));
-                    o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y));
-                    o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16));
+                    o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), 1.f);
+                    o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), 1.f);
+                    o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), 1.f);
+                    o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), 1.f);
                     *reinterpret_cast<uint4 *>(qs + tile_offset(kHT, c / 64, (c % 64) * 16)) = o;
                 }
         } else {
@@ -132,28 +141,32 @@ template <int kHT> struct SharedTile {
         return (4 * wg + m) * 64 + warp * 16 + g + ((i % 4) / 2) * 8;
     }
 
-    static __device__ void run(const AttentionParams &p, uint8_t *smem_raw)
+    // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
+    static __device__ void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
     {
-        const int n_ht = p.num_heads / kHT;
-        const int64_t t = blockIdx.x / n_ht;
-        const int h0 = static_cast<int>(blockIdx.x % n_ht) * kHT;
         const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
         int n_swa, n_ext;
         if (!token_entries(p, t, &n_swa, &n_ext))
             return; // padding row: nothing is written
         const int n = n_swa + n_ext;
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
-        if (n == 0) {
+        const int all_tiles = (n + kTileRows - 1) / kTileRows;
+        const bool split_token = token_is_split(p, t);
+        if (!split_token && split > 0)
+            return; // an unsplit token is done by its split-0 item
+        const int first = split * p.split_tiles;
+        if (!split_token && n == 0)
             write_empty_token(p, t, h0, kHT, tid, kThreads);
-            return;
-        }
-        const int ntiles = (n + kTileRows - 1) / kTileRows;
+        if (first >= all_tiles)
+            return; // an empty split: combine_kernel knows the token's split count
+        const int ntiles = split_token ? min(all_tiles - first, p.split_tiles) : all_tiles;
 
         uint8_t *smem = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
         uint8_t *tiles = smem + Cfg::kTileOff;
         uint8_t *qs = smem + Cfg::kQOff;
         uint8_t *ps = smem + Cfg::kPOff;
         uint64_t *rowinfo = reinterpret_cast<uint64_t *>(smem + Cfg::kRowInfoOff);
+        uint64_t *scalerows = reinterpret_cast<uint64_t *>(smem + Cfg::kScaleRowOff);
         float *colmax = reinterpret_cast<float *>(smem + Cfg::kColMaxOff);
         float *mrun = reinterpret_cast<float *>(smem + Cfg::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(smem + Cfg::kAlphaOff);
@@ -162,15 +175,15 @@ template <int kHT> struct SharedTile {
         // Row addresses of tiles 0 and 1; the running max starts at -inf.
         if (tid < kTileRows) {
             for (int i = 0; i < 2 && i < ntiles; i++) {
-                const int e = i * kTileRows + tid;
-                rowinfo[i * kTileRows + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
+                const int e = (first + i) * kTileRows + tid;
+                rowinfo[i * kTileRows + tid] = e < n ? entry_row(p, t, e, n_swa, &scalerows[i * kTileRows + tid]) : 0;
             }
         }
         if (tid < kHT)
             mrun[tid] = -INFINITY;
         __syncthreads();
         load_q(qs, p, t, h0, p.q_is_fp8);
-        load_tile(tiles, rowinfo, dummy);
+        load_tile(tiles, rowinfo, scalerows, dummy);
         cp_async_commit();
 
         float o[4][kSReg];
@@ -191,10 +204,10 @@ template <int kHT> struct SharedTile {
             fence_proxy_async();
             __syncthreads(); // tile `it` landed everywhere
             // The row addresses of tile it+2 are fetched now and stored at the end.
-            const int e_next = (it + 2) * kTileRows + tid;
-            uint64_t next_info = 0;
+            const int e_next = (first + it + 2) * kTileRows + tid;
+            uint64_t next_info = 0, next_scales = 0;
             if (tid < kTileRows && it + 2 < ntiles && e_next < n)
-                next_info = entry_row(p, t, e_next, n_swa);
+                next_info = entry_row(p, t, e_next, n_swa, &next_scales);
 
             float s[kSReg];
             score(s, tile, qs, wg);
@@ -261,11 +274,13 @@ template <int kHT> struct SharedTile {
                     o[m][i] *= alpha_s[acc_col(i, lane)];
             accumulate(o, tile, ps, wg);
 
-            if (tid < kTileRows && it + 2 < ntiles)
+            if (tid < kTileRows && it + 2 < ntiles) {
                 rowinfo[((it + 2) % 3) * kTileRows + tid] = next_info;
+                scalerows[((it + 2) % 3) * kTileRows + tid] = next_scales;
+            }
             if (it + 1 < ntiles) {
                 __syncthreads(); // everyone is done reading the single stage
-                load_tile(tiles, rowinfo + ((it + 1) % 3) * kTileRows, dummy);
+                load_tile(tiles, rowinfo + ((it + 1) % 3) * kTileRows, scalerows + ((it + 1) % 3) * kTileRows, dummy);
                 cp_async_commit();
             }
         }
@@ -290,17 +305,29 @@ template <int kHT> struct SharedTile {
             float sum = 0.f;
             for (int w = 0; w < 8; w++)
                 sum += colmax[w * kHT + tid];
-            alpha_s[tid] = finish_head(p, t, h0 + tid, mrun[tid], sum, 1.f);
+            if (split_token) {
+                p.partial_ml[partial_index(p, t, h0 + tid, split)] = make_float2(mrun[tid], sum);
+                alpha_s[tid] = 1.f;
+            } else {
+                alpha_s[tid] = head_scale(p, h0 + tid, mrun[tid], sum, 1.f);
+                if (p.lse)
+                    p.lse[t * p.lse_token_stride + h0 + tid] = head_lse(mrun[tid], sum);
+            }
         }
         __syncthreads();
 
-        // Output: BF16, two dims (8 apart) per head and M-tile.
+        // Output (BF16) or, for a split, the partial sum (FP32): two dims (8 apart) per
+        // head and M-tile.
 #pragma unroll
         for (int m = 0; m < 4; m++)
 #pragma unroll
             for (int i = 0; i < kSReg; i++) {
                 const int col = acc_col(i, lane);
-                out[col * 512 + out_dim(m, i, wg)] = __bfloat16_as_ushort(__float2bfloat16_rn(o[m][i] * alpha_s[col]));
+                const float v = o[m][i] * alpha_s[col];
+                if (split_token)
+                    p.partial_o[partial_index(p, t, h0 + col, split) * 512 + out_dim(m, i, wg)] = v;
+                else
+                    out[col * 512 + out_dim(m, i, wg)] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
             }
     }
 };
@@ -311,7 +338,10 @@ template <int kHT>
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
     extern __shared__ uint8_t smem[];
-    SharedTile<kHT>::run(p, smem);
+    const int groups = p.num_heads / kHT;
+    const int64_t token_group = blockIdx.x / p.splits;
+    SharedTile<kHT>::run(p, smem, token_group / groups, static_cast<int>(token_group % groups) * kHT,
+                         static_cast<int>(blockIdx.x % p.splits));
 }
 
 } // namespace bf16

@@ -89,7 +89,7 @@ template <int kHT> struct TokenWG {
             dst[h] = tile + (c / 8) * (kRows * 128) + (warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
 #pragma unroll
         for (int k = 0; k < 16; k++) {
-            const uint64_t a = info[warp + 4 * k] & ~uint64_t(1); // drop the E4M3 tag: all rows are
+            const uint64_t a = info[warp + 4 * k] & ~kRowTags; // all rows are E4M3 here
             const void *src = a ? reinterpret_cast<const void *>(a + c * 16) : p.q;
             cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a ? 16 : 0);
         }
@@ -173,18 +173,24 @@ template <int kHT> struct TokenWG {
             fence_regs(o[m]);
     }
 
-    __device__ void run(int64_t t, int h0) const
+    // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
+    __device__ void run(int64_t t, int h0, int split) const
     {
         int n_swa, n_ext;
         if (!token_entries(p, t, &n_swa, &n_ext))
             return; // padding row: nothing is written
         const int n = n_swa + n_ext;
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
-        if (n == 0) {
+        const int all_tiles = (n + kRows - 1) / kRows;
+        const bool split_token = token_is_split(p, t);
+        if (!split_token && split > 0)
+            return; // an unsplit token is done by its split-0 item
+        const int first = split * p.split_tiles;
+        if (!split_token && n == 0)
             write_empty_token(p, t, h0, kHT, tid, kWGThreads);
-            return;
-        }
-        const int ntiles = (n + kRows - 1) / kRows;
+        if (first >= all_tiles)
+            return; // an empty split: combine_kernel knows the token's split count
+        const int ntiles = split_token ? min(all_tiles - first, p.split_tiles) : all_tiles;
         uint8_t *tiles = smem + L::kTileOff;
         uint8_t *qs = smem + L::kQOff;
         uint8_t *ps = smem + L::kPOff;
@@ -197,7 +203,7 @@ template <int kHT> struct TokenWG {
 
         // Row addresses of tiles 0 and 1; the running max starts at -inf.
         for (int i = 0; i < 2 && i < ntiles; i++) {
-            const int e = i * kRows + (tid % kRows);
+            const int e = (first + i) * kRows + (tid % kRows);
             if (tid < kRows)
                 rowinfo[i * kRows + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
         }
@@ -232,7 +238,7 @@ template <int kHT> struct TokenWG {
                 cp_async_commit();
             }
             // The row addresses of tile it+2 are fetched now and stored at the end.
-            const int e_next = (it + 2) * kRows + tid;
+            const int e_next = (first + it + 2) * kRows + tid;
             uint64_t next_info = 0;
             if (tid < kRows && it + 2 < ntiles && e_next < n)
                 next_info = entry_row(p, t, e_next, n_swa);
@@ -321,11 +327,19 @@ template <int kHT> struct TokenWG {
         sync();
         if (tid < kHT) {
             const float sum = colbuf[tid] + colbuf[kHT + tid] + colbuf[2 * kHT + tid] + colbuf[3 * kHT + tid];
-            alpha_s[tid] = finish_head(p, t, h0 + tid, mrun[tid], sum, kPScale);
+            if (split_token) {
+                p.partial_ml[partial_index(p, t, h0 + tid, split)] = make_float2(mrun[tid], sum);
+                alpha_s[tid] = 1.f / kPScale;
+            } else {
+                alpha_s[tid] = head_scale(p, h0 + tid, mrun[tid], sum, kPScale);
+                if (p.lse)
+                    p.lse[t * p.lse_token_stride + h0 + tid] = head_lse(mrun[tid], sum);
+            }
         }
         sync();
 
-        // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3.
+        // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3:
+        // the output (BF16) or, for a split, the partial sum (FP32, P scale removed).
         const int g = lane / 4;
 #pragma unroll
         for (int pair = 0; pair < 4; pair++) {
@@ -336,19 +350,25 @@ template <int kHT> struct TokenWG {
                     continue;
                 const int col = acc_col(i, lane);
                 const float f = alpha_s[col];
-                const __nv_bfloat162 a = __floats2bfloat162_rn(o[2 * pair][i] * f, o[2 * pair][i + 2] * f);
-                const __nv_bfloat162 b = __floats2bfloat162_rn(o[2 * pair + 1][i] * f, o[2 * pair + 1][i + 2] * f);
-                uint2 w;
-                w.x = *reinterpret_cast<const uint32_t *>(&a);
-                w.y = *reinterpret_cast<const uint32_t *>(&b);
-                *reinterpret_cast<uint2 *>(out + col * 512 + d0) = w;
+                const float4 v = make_float4(o[2 * pair][i] * f, o[2 * pair][i + 2] * f, o[2 * pair + 1][i] * f,
+                                             o[2 * pair + 1][i + 2] * f);
+                if (split_token) {
+                    float *dst = p.partial_o + partial_index(p, t, h0 + col, split) * 512 + d0;
+                    *reinterpret_cast<float4 *>(dst) = v;
+                } else {
+                    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+                    uint2 w;
+                    w.x = *reinterpret_cast<const uint32_t *>(&a);
+                    w.y = *reinterpret_cast<const uint32_t *>(&b);
+                    *reinterpret_cast<uint2 *>(out + col * 512 + d0) = w;
+                }
             }
         }
     }
 };
 
-// Work item i = (token i / groups, head group i % groups); a CTA takes kWGs consecutive
-// items, so the WGs of one token run side by side and share its rows through L2.
+// Work item i = ((token, head group), split): a CTA takes kWGs consecutive items, so the
+// WGs of one token run side by side and share its rows through L2.
 template <int kHT>
 __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(const __grid_constant__ AttentionParams p)
 {
@@ -357,11 +377,12 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(con
     const int wg = threadIdx.x / kWGThreads;
     const int groups = p.num_heads / kHT;
     const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT>() + wg;
-    if (item >= p.num_tokens * groups)
+    if (item >= p.num_tokens * groups * p.splits)
         return;
     const int tid = threadIdx.x % kWGThreads;
     const TokenWG<kHT> w{p, smem + wg * Layout<kHT>::kBytes, wg, tid, tid / 32, tid % 32};
-    w.run(item / groups, static_cast<int>(item % groups) * kHT);
+    const int64_t token_group = item / p.splits;
+    w.run(token_group / groups, static_cast<int>(token_group % groups) * kHT, static_cast<int>(item % p.splits));
 }
 
 } // namespace fp8wg

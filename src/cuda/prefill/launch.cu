@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 
 #include "bf16_shared_tile.cuh"
+#include "combine.cuh"
 #include "fp8_token_wg.cuh"
 
 extern "C" {
+#include "cuda_workspace.h"
 #include "problem.h"
 }
 
@@ -52,7 +54,7 @@ template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t
     if (err != cudaSuccess)
         return err;
     constexpr int wgs = fp8wg::wgs_per_cta<kHT>();
-    const int64_t items = p.num_tokens * (p.num_heads / kHT);
+    const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
     kernel<<<static_cast<unsigned>((items + wgs - 1) / wgs), fp8wg::kWGThreads * wgs, smem, stream>>>(p);
     return cudaGetLastError();
 }
@@ -64,19 +66,58 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (err != cudaSuccess)
         return err;
-    kernel<<<static_cast<unsigned>(p.num_tokens * (p.num_heads / kHT)), bf16::kThreads, smem, stream>>>(p);
+    kernel<<<static_cast<unsigned>(p.num_tokens * (p.num_heads / kHT) * p.splits), bf16::kThreads, smem, stream>>>(p);
     return cudaGetLastError();
 }
 
-// Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch.
+// Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
+// combine step when tokens are split.
 cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
 {
+    cudaError_t err;
     switch (p.heads_per_cta) {
-    case 8: return fp8_path ? launch_fp8<8>(p, stream) : launch_bf16<8>(p, stream);
-    case 16: return fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream);
-    case 32: return fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream);
-    default: return launch_bf16<64>(p, stream);
+    case 8: err = fp8_path ? launch_fp8<8>(p, stream) : launch_bf16<8>(p, stream); break;
+    case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
+    case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
+    default: err = launch_bf16<64>(p, stream); break;
     }
+    if (err != cudaSuccess || p.splits == 1)
+        return err;
+    combine_kernel<<<static_cast<unsigned>(p.num_tokens * p.num_heads), kCombineThreads, 0, stream>>>(p);
+    return cudaGetLastError();
+}
+
+constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 512 entries
+
+// Splits per token and tiles per split. FIXED: every 512 entries. AUTO: only when the
+// splittable tokens (a plan's decodes, or every token without a plan) give fewer work
+// items than the GPU runs at once, into as many pieces as fill it.
+void choose_splits(const smla_problem *pr, int64_t work_slots, AttentionParams *p)
+{
+    const int64_t width = (pr->swa.indices ? pr->swa.width : 0) + (pr->extra.indices ? pr->extra.width : 0);
+    const int max_tiles = static_cast<int>((width + p->tile_rows - 1) / p->tile_rows);
+    const int64_t splittable = pr->has_plan ? pr->plan.num_decode_tokens : pr->num_tokens;
+    p->splits = 1;
+    p->split_tiles = max_tiles > 0 ? max_tiles : 1;
+    if (pr->split == SMLA_SPLIT_NONE || splittable == 0 || max_tiles <= 1)
+        return;
+    int pieces;
+    if (pr->split == SMLA_SPLIT_FIXED) {
+        p->split_tiles = kFixedSplitEntries / p->tile_rows;
+        pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
+    } else {
+        const int64_t items = splittable * (pr->num_heads / p->heads_per_cta);
+        if (items >= work_slots)
+            return;
+        const int64_t wanted = (work_slots + items - 1) / items;
+        pieces = static_cast<int>(wanted < max_tiles ? wanted : max_tiles);
+        p->split_tiles = (max_tiles + pieces - 1) / pieces;
+        pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
+    }
+    if (pieces > 1)
+        p->splits = pieces;
+    else
+        p->split_tiles = max_tiles;
 }
 
 bool is_fp8_pool(const smla_index_set &set)
@@ -92,8 +133,6 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     using namespace smla;
     if (pr->num_tokens == 0)
         return smla_succeed(ctx);
-    if (pr->swa.pool.format == SMLA_KV_FP8_DS_MLA || (pr->extra.indices && pr->extra.pool.format == SMLA_KV_FP8_DS_MLA))
-        return smla_fail(ctx, SMLA_ERR_KV_FORMAT, "the CUDA backend does not read fp8_ds_mla pools yet; use the CPU backend");
     AttentionParams p{};
     p.num_tokens = pr->num_tokens;
     p.num_heads = pr->num_heads;
@@ -103,9 +142,20 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // CTA, at most 64. Enough work items for every SM (two WGs each on the FP8 path).
     p.heads_per_cta = fp8_path ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
                                : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 64);
-    const int64_t ctas = pr->num_tokens * (pr->num_heads / p.heads_per_cta);
-    if (ctas > 0x7FFFFFFF)
+    p.tile_rows = fp8_path ? fp8wg::kRows : bf16::kTileRows;
+    choose_splits(pr, fp8_path ? 2 * ctx->sm_count : ctx->sm_count, &p);
+    const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
+    if (items > 0x7FFFFFFF || pr->num_tokens * pr->num_heads > 0x7FFFFFFF)
         return smla_fail(ctx, SMLA_ERR_SHAPE, "q: %lld tokens are more than one launch can hold", (long long)pr->num_tokens);
+    if (p.splits > 1) {
+        const size_t partials = static_cast<size_t>(pr->num_tokens) * pr->num_heads * p.splits;
+        void *ws = nullptr;
+        const smla_status st = smla_cuda_workspace(ctx, partials * (512 * sizeof(float) + sizeof(float2)), pr->stream, &ws);
+        if (st != SMLA_OK)
+            return st;
+        p.partial_o = static_cast<float *>(ws);
+        p.partial_ml = reinterpret_cast<float2 *>(p.partial_o + partials * 512);
+    }
     p.q = pr->q;
     p.q_is_fp8 = q_fp8;
     p.q_token_stride = pr->q_token_stride;
@@ -120,6 +170,14 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
         p.parts[i].num_seqs = pr->parts[i].num_seqs;
         p.parts[i].token_offset = pr->parts[i].token_offset;
         p.parts[i].num_tokens = pr->parts[i].num_tokens;
+    }
+    p.has_plan = pr->has_plan;
+    if (pr->has_plan) {
+        p.plan.counts = pr->plan.counts;
+        p.plan.decode_starts = pr->plan.decode_query_starts;
+        p.plan.decode_seq_lens = pr->plan.decode_seq_lens;
+        p.plan.segment_starts = pr->plan.segment_query_starts;
+        p.plan.segment_seq_lens = pr->plan.segment_seq_lens;
     }
     p.window = pr->window;
     p.sinks = pr->sinks;

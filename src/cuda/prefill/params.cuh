@@ -29,6 +29,15 @@ struct PositionPart {
     int64_t num_tokens;
 };
 
+// A plan's arrays, positions found at run time from its counts (device memory).
+struct PlanPositions {
+    const int32_t *counts;          // [0] decode requests D, [1] segments n
+    const int32_t *decode_starts;   // [D + 1] from token 0
+    const int32_t *decode_seq_lens; // [D]
+    const int32_t *segment_starts;  // [n + 1] from the first prefill token
+    const int32_t *segment_seq_lens;
+};
+
 struct AttentionParams {
     int64_t num_tokens;
     int32_t num_heads;
@@ -38,8 +47,10 @@ struct AttentionParams {
     int64_t q_token_stride; // elements
     PoolParams swa, extra;
     IndexParams swa_idx, extra_idx;
-    int32_t num_parts;      // 0: no positions
+    int32_t num_parts;      // 0: no positions (unless has_plan)
     PositionPart parts[2];
+    bool has_plan;          // positions from `plan`, not `parts`
+    PlanPositions plan;
     int32_t window;
     const float *sinks;     // optional [H]
     float scale_log2;       // bmm1_scale * log2(e)
@@ -48,6 +59,20 @@ struct AttentionParams {
     int64_t out_token_stride;
     float *lse;             // optional [T][H]
     int64_t lse_token_stride;
+    // Split-KV: with splits > 1 a work item is (token, head group, split s), split s
+    // covers tiles [s * split_tiles, (s + 1) * split_tiles) of the token (tile_rows
+    // entries each) and writes partials that combine_kernel merges.
+    int32_t tile_rows;
+    int32_t splits;
+    int32_t split_tiles;
+    float *partial_o;       // [T][H][splits][512]: sum of p.v (max-relative p), P scale removed
+    float2 *partial_ml;     // [T][H][splits]: (running max in log2 units, row sum)
 };
+
+// Index of (token t, head h, split s) in the partial arrays.
+__host__ __device__ inline int64_t partial_index(const AttentionParams &p, int64_t t, int h, int s)
+{
+    return (t * p.num_heads + h) * p.splits + s;
+}
 
 } // namespace smla
