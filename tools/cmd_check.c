@@ -220,7 +220,7 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
                    memcmp(a.out, d.out, (size_t)sub.out_elements * 2) == 0 &&
                    (!a.lse || memcmp(a.lse, d.lse, (size_t)(keep * p.args.lse.stride[0]) * 4) == 0);
     }
-    printf("  invariance H=%-3d q=%-4s %s: repeat %s, segmented plan %s, slice alone %s\n", heads,
+    printf("  invariance (split fixed) H=%-3d q=%-4s %s: repeat %s, segmented plan %s, slice alone %s\n", heads,
            q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description, repeat_ok ? "identical" : "DIFFERENT",
            segment_ok ? "identical" : "DIFFERENT", slice_ok ? "identical" : "DIFFERENT");
     output_free(&a);

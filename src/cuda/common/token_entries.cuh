@@ -71,13 +71,13 @@ __device__ inline int active_columns(const IndexParams &ix, int64_t t)
 }
 
 // Whether token t's KV work is split across work items: every token when the launch
-// splits, except a plan's prefill tokens (never split, so their results do not depend on
-// the batch).
+// splits at fixed points (or has no plan), else only a plan's decode tokens (so that the
+// prefill tokens' results do not depend on the batch).
 __device__ inline bool token_is_split(const AttentionParams &p, int64_t t)
 {
     if (p.splits <= 1)
         return false;
-    if (!p.has_plan)
+    if (p.split_all || !p.has_plan)
         return true;
     const int32_t decodes = p.plan.counts[0];
     return decodes > 0 && t < p.plan.decode_starts[decodes];

@@ -89,9 +89,10 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
 
 constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 512 entries
 
-// Splits per token and tiles per split. FIXED: every 512 entries. AUTO: only when the
-// splittable tokens (a plan's decodes, or every token without a plan) give fewer work
-// items than the GPU runs at once, into as many pieces as fill it.
+// Splits per token and tiles per split. FIXED: every token, every 512 entries. AUTO:
+// only when the launch's work items (tokens x head groups) are fewer than the GPU runs
+// at once, into as many pieces as fill it; then only the splittable tokens (a plan's
+// decodes, or every token without a plan).
 void choose_splits(const smla_problem *pr, int64_t work_slots, AttentionParams *p)
 {
     const int64_t width = (pr->swa.indices ? pr->swa.width : 0) + (pr->extra.indices ? pr->extra.width : 0);
@@ -99,14 +100,15 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, AttentionParams *
     const int64_t splittable = pr->has_plan ? pr->plan.num_decode_tokens : pr->num_tokens;
     p->splits = 1;
     p->split_tiles = max_tiles > 0 ? max_tiles : 1;
-    if (pr->split == SMLA_SPLIT_NONE || splittable == 0 || max_tiles <= 1)
+    p->split_all = pr->split == SMLA_SPLIT_FIXED;
+    if (pr->split == SMLA_SPLIT_NONE || max_tiles <= 1 || (!p->split_all && splittable == 0))
         return;
     int pieces;
     if (pr->split == SMLA_SPLIT_FIXED) {
         p->split_tiles = kFixedSplitEntries / p->tile_rows;
         pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
     } else {
-        const int64_t items = splittable * (pr->num_heads / p->heads_per_cta);
+        const int64_t items = pr->num_tokens * (pr->num_heads / p->heads_per_cta);
         if (items >= work_slots)
             return;
         const int64_t wanted = (work_slots + items - 1) / items;

@@ -64,6 +64,7 @@ struct AttentionParams {
     // entries each) and writes partials that combine_kernel merges.
     int32_t tile_rows;
     int32_t splits;
+    bool split_all;         // every token is split (else, with a plan, only its decodes)
     int32_t split_tiles;
     float *partial_o;       // [T][H][splits][512]: sum of p.v (max-relative p), P scale removed
     float2 *partial_ml;     // [T][H][splits]: (running max in log2 units, row sum)
