@@ -27,6 +27,9 @@ KV_INVALID, KV_BF16, KV_FP8, KV_FP8_DS_MLA = range(4)
 # smla_backend
 BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA = range(3)
 
+# smla_split_mode
+SPLIT_AUTO, SPLIT_FIXED, SPLIT_NONE = range(3)
+
 
 class Tensor(ctypes.Structure):
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("ndim", ctypes.c_int),
@@ -60,6 +63,7 @@ class PlanView(ctypes.Structure):
                 ("decode_query_starts", ctypes.c_void_p), ("decode_seq_lens", ctypes.c_void_p),
                 ("segment_query_starts", ctypes.c_void_p),
                 ("segment_seq_lens", ctypes.c_void_p), ("segment_requests", ctypes.c_void_p),
+                ("counts", ctypes.c_void_p),
                 ("host_decode_query_starts", ctypes.c_void_p),
                 ("host_segment_query_starts", ctypes.c_void_p),
                 ("host_segment_requests", ctypes.c_void_p)]
@@ -73,7 +77,8 @@ class AttentionArgs(ctypes.Structure):
                 ("plan", ctypes.c_void_p), ("sinks", Tensor),
                 ("bmm1_scale", ctypes.c_float), ("bmm2_scale", ctypes.c_float),
                 ("window", ctypes.c_int32), ("out", Tensor), ("lse", Tensor),
-                ("backend", ctypes.c_int), ("stream", ctypes.c_void_p)]
+                ("backend", ctypes.c_int), ("stream", ctypes.c_void_p),
+                ("split", ctypes.c_int)]
 
 
 def declare(lib):

@@ -69,12 +69,16 @@ class Context:
 _thread_contexts = threading.local()
 
 
-def thread_context():
-    """This thread's context (smla contexts are used by one thread at a time)."""
-    ctx = getattr(_thread_contexts, "ctx", None)
-    if ctx is None:
-        ctx = _thread_contexts.ctx = Context()
-    return ctx
+def thread_context(device=None):
+    """This thread's context for calls on `device` (None: host). smla contexts are used
+    by one thread at a time, and a context keeps the CUDA backend's split-KV scratch on
+    the device it was first used on, which a captured CUDA graph goes on using."""
+    contexts = getattr(_thread_contexts, "by_device", None)
+    if contexts is None:
+        contexts = _thread_contexts.by_device = {}
+    if device not in contexts:
+        contexts[device] = Context()
+    return contexts[device]
 
 
 def has_cuda():

@@ -8,9 +8,10 @@ from . import _abi
 from ._arrays import (Arg, is_torch, kv_pool, new_array, on_device, optional_arg,
                       required_arg, stream_handle, tensor_of, torch_module)
 from ._library import lib, thread_context
-from .errors import DeviceError, DtypeError, NullPointerError, ShapeError
+from .errors import DeviceError, DtypeError, NullPointerError, ShapeError, ValueRangeError
 
 BF16, FP8, F32, I32 = _abi.DTYPE_BF16, _abi.DTYPE_FP8_E4M3, _abi.DTYPE_F32, _abi.DTYPE_I32
+_SPLIT_MODES = {"auto": _abi.SPLIT_AUTO, "fixed": _abi.SPLIT_FIXED, "none": _abi.SPLIT_NONE}
 
 
 def host_float(value, name):
@@ -37,7 +38,7 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
                swa_lens=None, extra_lens=None, cu_seqlens_q=None, seq_lens=None, plan=None,
                sinks=None, bmm1_scale, bmm2_scale=1.0, kv_format=None, block_size=None,
                window=_abi.DEFAULT_WINDOW, out=None, lse=None, return_lse=False,
-               stream=None):
+               split="auto", stream=None):
     """Sparse MLA attention (DESIGN section 2); returns out, or (out, lse) with return_lse.
 
     Every array is a NumPy array (host) or a PyTorch tensor (CPU or CUDA), all in one place;
@@ -64,12 +65,18 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
                  are not computed are left as they are.
     lse          optional [T, H] float32 (natural log, sink excluded); allocated (NaN) when
                  None and return_lse.
+    split        CUDA only: "auto" splits the KV entries of launches too small to fill the
+                 GPU (the last bits of a split token depend on the batch size), "fixed"
+                 splits every token at 512-entry boundaries, "none" never splits (both
+                 bit-identical whatever the batch).
     stream       CUDA stream (int handle or torch.cuda.Stream); PyTorch's current stream
                  when None.
 
     With out (and lse when wanted) given, the call allocates nothing and never waits on the
-    GPU, so it can be captured in a torch.cuda.CUDAGraph. Errors raise smla.SmlaError
-    subclasses naming the argument."""
+    GPU, so it can be captured in a torch.cuda.CUDAGraph: run it once before capturing,
+    as usual, so that libsmla's split-KV scratch (kept per thread and device) has grown to
+    the size the captured launch needs. Errors raise smla.SmlaError subclasses naming the
+    argument."""
     qa = Arg("q", q)
     q_dtype = qa.expect_dtype(BF16, FP8)
     qa.expect_ndim(3)
@@ -111,10 +118,13 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
     if lse_arg is not None:
         lse_arg.expect_writable()
     args.lse = tensor_of(lse_arg, F32)
+    if split not in _SPLIT_MODES:
+        raise ValueRangeError(f"split: '{split}'; expected 'auto', 'fixed' or 'none'")
+    args.split = _SPLIT_MODES[split]
     args.stream = stream_handle(qa.device, stream)
 
-    ctx = thread_context()
-    with on_device(qa.device):
+    with on_device(qa.device):  # a context made here records this device's properties
+        ctx = thread_context(qa.device)
         status = lib.smla_attention(ctx.handle, ctypes.byref(args))
     ctx.check(status)
     return (out, lse) if return_lse else out

@@ -99,6 +99,7 @@ BAD_ARGUMENTS = [  # (argument changes from a valid bf16 call, exception, messag
     (lambda k: dict(bmm1_scale=np.ones(2)), smla.ShapeError, "bmm1_scale: an array of 2"),
     (lambda k: dict(bmm2_scale=float("inf")), smla.ValueRangeError, "bmm2_scale is inf"),
     (lambda k: dict(window=-1), smla.ValueRangeError, "window is -1"),
+    (lambda k: dict(split="half"), smla.ValueRangeError, "split: 'half'"),
     (lambda k: dict(out=np.zeros((6, 8, 512), np.float32)), smla.DtypeError,
      "out: dtype float32"),
     (lambda k: dict(out=np.zeros((6, 8, 511), np.uint16)), smla.ShapeError, "out: shape"),

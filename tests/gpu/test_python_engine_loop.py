@@ -1,12 +1,13 @@
 """The Python binding driven the way an engine drives it, on the GPU.
 
-20 steps of one batch of decodes and chunked prefills whose prefixes grow every step (FP8
+20 steps of a batch of decodes and chunked prefills whose prefixes grow every step (FP8
 queries, paged fp8 SWA and compressed caches, the engine's [window | top-k] index rows):
-each step writes its inputs into static buffers, rebuilds the device plan, and replays a
-CUDA graph that captured smla.sparse_mla once; each step's out and lse are checked against
-the CPU reference (rel. Frobenius error of out <= 1e-2, |lse error| <= 1e-3) and padding
-rows must stay untouched. The batch keeps its shape (a replayed graph keeps the token
-counts it was captured with); what changes is every position, index and query.
+every step draws new query lengths (1 or 2 for decodes, a varying chunk for prefills; a
+prefill whose prompt is done turns into a decode and moves to the front), writes its
+inputs into static buffers, rebuilds the device plan, and replays a CUDA graph that
+captured smla.sparse_mla once, at step 0. Each step's out and lse are checked against the
+CPU reference (rel. Frobenius error of out <= 1e-2, |lse error| <= 1e-3), rows past the
+batch must stay untouched, and the plan's segments must be DESIGN section 4's.
 
 Needs PyTorch and a GPU: scripts/gpu-check.sh runs
     PYTHONPATH=python SMLA_LIBRARY=build-gpu/libsmla.so python3 -m pytest -q tests/gpu/test_python_engine_loop.py
@@ -24,10 +25,13 @@ COMPRESS_RATIO = 4      # one compressed entry per 4 positions
 BLOCK = 64              # tokens per cache block
 DECODE_THRESHOLD = 2    # 1 + one speculative token
 SEGMENT_CAP = 64        # small, so the prefill chunks are split into segments
-PADDING_ROWS = 5        # rows after the batch: never computed, never written
+PADDING_ROWS = 5        # rows after the largest batch: never computed, never written
 STEPS = 20
-# (query length, prefix before step 0): decodes first, then chunked prefills.
-REQUESTS = [(1, 300), (2, 5), (1, 1000), (2, 90), (48, 0), (200, 130), (97, 2000)]
+# (chunk length, prefix before step 0, prompt length): decodes have their prompt done;
+# the first request finishes its prompt after about 5 steps, then decodes (and so moves
+# ahead of the prefills in the batch).
+REQUESTS = [(48, 0, 260), (1, 300, 300), (2, 5, 5), (1, 1000, 1000), (2, 90, 90),
+            (200, 130, 10**6), (97, 2000, 10**6)]
 BMM1_SCALE = 512 ** -0.5
 OUT_REL_FROBENIUS = 1e-2
 LSE_ABS = 1e-3
@@ -35,16 +39,17 @@ OUT_POISON = 0x7FC0     # BF16 NaN
 
 
 class Workload:
-    """The engine's state: paged caches (random contents, fixed), block tables, and each
-    step's batch: queries, index rows, lens, query starts and sequence lengths."""
+    """The engine's state: paged caches (random contents, fixed), block tables, prefixes,
+    and each step's batch: queries, index rows, lens, query starts and sequence lengths."""
 
     def __init__(self, rng, requests, steps):
         self.rng = rng
-        self.q_lens = np.array([q for q, _ in requests])
-        self.prefixes = np.array([p for _, p in requests])
-        self.query_start_loc = np.concatenate([[0], np.cumsum(self.q_lens)]).astype(np.int32)
-        self.tokens = int(self.query_start_loc[-1])
-        last = self.prefixes + steps * self.q_lens  # positions the last step reaches
+        self.chunks = np.array([c for c, _, _ in requests])
+        self.prefixes = np.array([p for _, p, _ in requests])
+        self.prompts = np.array([n for _, _, n in requests])
+        self.longest = np.maximum(self.chunks + self.chunks // 4, DECODE_THRESHOLD)
+        self.rows = int(self.longest.sum()) + PADDING_ROWS
+        last = self.prefixes + steps * self.longest  # positions the last step may reach
         self.swa_table = self._block_tables(last)
         self.extra_table = self._block_tables(last // COMPRESS_RATIO + 1)
         self.swa_cache = self._cache(self.swa_table)
@@ -64,46 +69,69 @@ class Workload:
     def _slots(table, positions):
         return table[positions // BLOCK] * BLOCK + positions % BLOCK
 
-    def step(self, index):
-        """One step's batch (NumPy): q bits, index rows, extra lens, seq_lens."""
-        seq_lens = (self.prefixes + (index + 1) * self.q_lens).astype(np.int32)
-        indices = np.full((self.tokens, WINDOW + TOPK), -1, np.int32)
-        extra_lens = np.zeros(self.tokens, np.int32)
-        for r, (start, end) in enumerate(zip(self.query_start_loc[:-1], self.query_start_loc[1:])):
+    def _query_lens(self):
+        """This step's query length of every request (prefills: a chunk of the prompt)."""
+        q_lens = self.rng.integers(1, DECODE_THRESHOLD + 1, len(self.chunks))
+        prefilling = self.prefixes < self.prompts
+        chunks = self.rng.integers(self.chunks * 3 // 4, self.longest + 1)
+        q_lens[prefilling] = np.minimum(chunks, self.prompts - self.prefixes)[prefilling]
+        return q_lens
+
+    def step(self):
+        """The next step's batch (NumPy), requests in engine order (decodes first); the
+        prefixes then move past it."""
+        q_lens = self._query_lens()
+        order = np.argsort(q_lens > DECODE_THRESHOLD, kind="stable")
+        q_lens = q_lens[order]
+        query_start_loc = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+        seq_lens = (self.prefixes[order] + q_lens).astype(np.int32)
+        tokens = int(query_start_loc[-1])
+        indices = np.full((tokens, WINDOW + TOPK), -1, np.int32)
+        extra_lens = np.zeros(tokens, np.int32)
+        for b, r in enumerate(order):
+            start, end = query_start_loc[b], query_start_loc[b + 1]
             for t in range(start, end):
-                position = seq_lens[r] - (end - start) + (t - start)
+                position = seq_lens[b] - (end - start) + (t - start)
                 window = np.arange(max(0, position - WINDOW + 1), position + 1)
                 indices[t, :len(window)] = self._slots(self.swa_table[r], window)
                 available = (position + 1) // COMPRESS_RATIO
                 picked = self.rng.choice(available, min(TOPK, available), replace=False)
                 indices[t, WINDOW:WINDOW + len(picked)] = self._slots(self.extra_table[r], picked)
                 extra_lens[t] = max(0, len(picked) - int(self.rng.integers(0, 3)))
-        q = smla.quantize(self.rng.normal(size=(self.tokens, HEADS, smla.HEAD_DIM)), "fp8_e4m3")
-        return dict(q=q, indices=indices, extra_lens=extra_lens, seq_lens=seq_lens)
+        self.prefixes[order] += q_lens
+        q = smla.quantize(self.rng.normal(size=(tokens, HEADS, smla.HEAD_DIM)), "fp8_e4m3")
+        return dict(q=q, indices=indices, extra_lens=extra_lens, seq_lens=seq_lens,
+                    query_start_loc=query_start_loc, tokens=tokens)
 
     def reference(self, batch, sinks):
         """The CPU reference, positioned by query starts (no plan): (out bits, lse)."""
         return smla.sparse_mla(
             batch["q"], self.swa_cache, batch["indices"][:, :WINDOW],
             extra_cache=self.extra_cache, extra_indices=batch["indices"][:, WINDOW:],
-            extra_lens=batch["extra_lens"], cu_seqlens_q=self.query_start_loc,
+            extra_lens=batch["extra_lens"], cu_seqlens_q=batch["query_start_loc"],
             seq_lens=batch["seq_lens"], sinks=sinks, bmm1_scale=BMM1_SCALE, window=WINDOW,
             return_lse=True)
-
-
-def padded(array, fill):
-    """array with PADDING_ROWS more rows of fill."""
-    pad = np.full((PADDING_ROWS,) + array.shape[1:], fill, array.dtype)
-    return np.concatenate([array, pad])
 
 
 def bf16_values(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
-def check_step(step, workload, plan_segments, out_bits, lse, want_bits, want_lse):
+def planned_segments(batch):
+    """(request, segment sequence length) of every prefill segment, by DESIGN section 4."""
+    segments = []
+    q_lens = np.diff(batch["query_start_loc"])
+    for r, (q_len, seq_len) in enumerate(zip(q_lens, batch["seq_lens"])):
+        if q_len > DECODE_THRESHOLD:
+            pieces = -(-q_len // SEGMENT_CAP)
+            ends = np.cumsum([q_len // pieces + (k < q_len % pieces) for k in range(pieces)])
+            segments += [(r, int(seq_len - q_len + e)) for e in ends]
+    return segments
+
+
+def check_step(step, batch, plan_segments, out_bits, lse, want_bits, want_lse):
     """Compares one step's result with the reference; raises AssertionError."""
-    n = workload.tokens
+    n = batch["tokens"]
     got, want = bf16_values(out_bits[:n]), bf16_values(want_bits)
     error = np.linalg.norm(got - want) / np.linalg.norm(want)
     assert error <= OUT_REL_FROBENIUS, f"step {step}: out rel. Frobenius error {error:.3g}"
@@ -112,15 +140,15 @@ def check_step(step, workload, plan_segments, out_bits, lse, want_bits, want_lse
     lse_error = np.max(np.abs(lse[:n][finite] - want_lse[finite]), initial=0.0)
     assert lse_error <= LSE_ABS, f"step {step}: lse error {lse_error:.3g}"
     assert np.all(out_bits[n:] == OUT_POISON) and np.all(np.isnan(lse[n:])), \
-        f"step {step}: padding rows were written"
-    want_segments = []  # (request, segment sequence length), from DESIGN section 4
-    for r, q_len in enumerate(workload.q_lens):
-        if q_len > DECODE_THRESHOLD:
-            pieces = -(-q_len // SEGMENT_CAP)
-            ends = np.cumsum([q_len // pieces + (k < q_len % pieces) for k in range(pieces)])
-            seq_len = workload.prefixes[r] + (step + 1) * q_len
-            want_segments += [(r, seq_len - q_len + int(e)) for e in ends]
-    assert plan_segments == want_segments, f"step {step}: plan segments {plan_segments}"
+        f"step {step}: rows past the batch were written"
+    assert plan_segments == planned_segments(batch), \
+        f"step {step}: plan segments {plan_segments}"
+
+
+def rows_of(array, rows, fill):
+    """array padded with rows of fill to `rows` rows."""
+    pad = np.full((rows - len(array),) + array.shape[1:], fill, array.dtype)
+    return np.concatenate([array, pad])
 
 
 class HostRunner:
@@ -128,18 +156,18 @@ class HostRunner:
 
     def __init__(self, workload, sinks):
         self.workload, self.sinks = workload, sinks
-        self.plan = smla.Plan(workload.tokens + PADDING_ROWS, len(workload.q_lens))
+        self.plan = smla.Plan(workload.rows, len(workload.chunks))
 
     def run(self, batch):
         w = self.workload
-        self.plan.build(w.query_start_loc, batch["seq_lens"], DECODE_THRESHOLD, "fp8",
+        self.plan.build(batch["query_start_loc"], batch["seq_lens"], DECODE_THRESHOLD, "fp8",
                         SEGMENT_CAP)
-        indices = padded(batch["indices"], -1)
-        out = np.full((w.tokens + PADDING_ROWS, HEADS, smla.HEAD_DIM), OUT_POISON, np.uint16)
-        lse = np.full((w.tokens + PADDING_ROWS, HEADS), np.nan, np.float32)
-        smla.sparse_mla(padded(batch["q"], 0), w.swa_cache, indices[:, :WINDOW],
+        indices = rows_of(batch["indices"], w.rows, -1)
+        out = np.full((w.rows, HEADS, smla.HEAD_DIM), OUT_POISON, np.uint16)
+        lse = np.full((w.rows, HEADS), np.nan, np.float32)
+        smla.sparse_mla(rows_of(batch["q"], w.rows, 0x7F), w.swa_cache, indices[:, :WINDOW],
                         extra_cache=w.extra_cache, extra_indices=indices[:, WINDOW:],
-                        extra_lens=padded(batch["extra_lens"], 0), plan=self.plan,
+                        extra_lens=rows_of(batch["extra_lens"], w.rows, 0), plan=self.plan,
                         sinks=self.sinks, bmm1_scale=BMM1_SCALE, window=WINDOW, out=out,
                         lse=lse)
         segments = list(zip(self.plan.segment_requests.tolist(),
@@ -154,9 +182,7 @@ class CudaRunner:
     def __init__(self, workload, sinks):
         import torch
         self.torch, self.workload = torch, workload
-        rows = workload.tokens + PADDING_ROWS
-        cuda = torch.device("cuda")
-        fp8 = torch.float8_e4m3fn
+        rows, cuda, fp8 = workload.rows, torch.device("cuda"), torch.float8_e4m3fn
 
         def device(array, dtype=None):
             t = torch.from_numpy(np.ascontiguousarray(array)).to(cuda)
@@ -168,10 +194,10 @@ class CudaRunner:
         self.q = torch.zeros((rows, HEADS, smla.HEAD_DIM), dtype=fp8, device=cuda)
         self.indices = torch.full((rows, WINDOW + TOPK), -1, dtype=torch.int32, device=cuda)
         self.extra_lens = torch.zeros(rows, dtype=torch.int32, device=cuda)
-        self.seq_lens = torch.zeros(len(workload.q_lens), dtype=torch.int32, device=cuda)
+        self.seq_lens = torch.zeros(len(workload.chunks), dtype=torch.int32, device=cuda)
         self.out = torch.empty((rows, HEADS, smla.HEAD_DIM), dtype=torch.bfloat16, device=cuda)
         self.lse = torch.empty((rows, HEADS), dtype=torch.float32, device=cuda)
-        self.plan = smla.Plan(rows, len(workload.q_lens), device=cuda)
+        self.plan = smla.Plan(rows, len(workload.chunks), device=cuda)
         self.graph = None
 
     def _attend(self):
@@ -181,13 +207,15 @@ class CudaRunner:
                         bmm1_scale=BMM1_SCALE, window=WINDOW, out=self.out, lse=self.lse)
 
     def run(self, batch):
-        torch, w, n = self.torch, self.workload, self.workload.tokens
+        torch, n = self.torch, batch["tokens"]
         self.q.view(torch.uint8)[:n].copy_(torch.from_numpy(batch["q"]))
+        self.q.view(torch.uint8)[n:].fill_(0x7F)  # NaN: rows past the batch are not read
         self.indices[:n].copy_(torch.from_numpy(batch["indices"]))
         self.extra_lens[:n].copy_(torch.from_numpy(batch["extra_lens"]))
-        self.seq_lens.copy_(torch.from_numpy(batch["seq_lens"]))
-        self.plan.build(w.query_start_loc, self.seq_lens, DECODE_THRESHOLD,
-                        torch.float8_e4m3fn, SEGMENT_CAP)
+        requests = len(batch["seq_lens"])
+        self.seq_lens[:requests].copy_(torch.from_numpy(batch["seq_lens"]))
+        self.plan.build(batch["query_start_loc"], self.seq_lens, DECODE_THRESHOLD,
+                        torch.float8_e4m3fn, SEGMENT_CAP, num_requests=requests)
         if self.graph is None:  # warm up, then capture once
             self._attend()
             torch.cuda.synchronize()
@@ -210,11 +238,14 @@ def run_engine_loop(runner_class, steps=STEPS, seed=None):
     workload = Workload(rng, REQUESTS, steps)
     sinks = rng.normal(2.0, 1.0, HEADS).astype(np.float32)
     runner = runner_class(workload, sinks)
+    shapes = set()
     for step in range(steps):
-        batch = workload.step(step)
+        batch = workload.step()
         out, lse, segments = runner.run(batch)
         want_out, want_lse = workload.reference(batch, sinks)
-        check_step(step, workload, segments, out, lse, want_out, want_lse)
+        check_step(step, batch, segments, out, lse, want_out, want_lse)
+        shapes.add(tuple(batch["query_start_loc"]))
+    assert len(shapes) > 1, "the batch never changed shape"
 
 
 def require_cuda():
@@ -235,14 +266,14 @@ def test_flashinfer_entry_on_gpu():
     """The FlashInfer-style call on CUDA tensors agrees with the same call on the host."""
     torch = require_cuda()
     rng = np.random.default_rng()
-    workload = Workload(rng, REQUESTS[:4], 1)  # the decodes
-    batch = workload.step(0)
+    workload = Workload(rng, REQUESTS[1:5], 1)  # the decodes
+    batch = workload.step()
     lens = (batch["extra_lens"] + WINDOW).astype(np.int32)
     host = dict(query=batch["q"], swa_kv_cache=workload.swa_cache,
                 workspace_buffer=np.zeros(1 << 20, np.uint8), sparse_indices=batch["indices"],
                 compressed_kv_cache=workload.extra_cache, sparse_topk_lens=lens,
                 seq_lens=batch["seq_lens"], bmm1_scale=BMM1_SCALE,
-                cum_seq_lens_q=workload.query_start_loc, max_q_len=2)
+                cum_seq_lens_q=batch["query_start_loc"], max_q_len=2)
     want = bf16_values(smla.trtllm_batch_decode_sparse_mla_dsv4(**host))
     fp8 = torch.float8_e4m3fn
     device = {k: torch.from_numpy(np.ascontiguousarray(v)).cuda() for k, v in host.items()
