@@ -62,9 +62,10 @@ def trtllm_batch_decode_sparse_mla_dsv4(query, swa_kv_cache, workspace_buffer, s
                         page_size, 512]) or NHD [num_pages, page_size, 1, 512]; BF16 or
                         FP8 E4M3 (smla also takes a BF16 cache with an FP8 query and the
                         reverse).
-    workspace_buffer    contiguous scratch on the query's device; smla writes
-                        4 * (sum_q + batch_size + 1) bytes at its end (FlashInfer keeps
-                        its zero-initialised counters at the start).
+    workspace_buffer    contiguous scratch on the query's device; smla writes the last
+                        4 * sum_q bytes (dense queries: 4 * (sum_q + batch_size + 1)),
+                        16-byte aligned, and leaves the start, where FlashInfer keeps its
+                        zero-initialised counters, alone.
     sparse_indices      [sum_q, 128 + topk] int32: columns 0..127 index swa_kv_cache,
                         the rest compressed_kv_cache; -1 (or any id outside the pool) is
                         skipped.
