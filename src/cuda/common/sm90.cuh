@@ -101,6 +101,15 @@ __device__ __forceinline__ uint16_t f32x2_to_e4m3x2(float a, float b)
     return r;
 }
 
+// The dynamic shared memory rounded up to a 1024-byte boundary (the 128-byte swizzle
+// repeats every 1024 bytes), derived from the array itself so that the compiler keeps
+// knowing the pointer is shared memory (plain LDS/STS rather than generic accesses).
+__device__ __forceinline__ uint8_t *align_smem_1024(uint8_t *smem)
+{
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    return smem + ((1024u - (addr & 1023u)) & 1023u);
+}
+
 // Two E4M3 (low byte first) times a power-of-two scale to two BF16 packed in a word
 // (via f16 and f32: exact unless the product leaves BF16's range).
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)

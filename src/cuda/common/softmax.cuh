@@ -10,6 +10,14 @@ namespace smla {
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
+// 2^x with the MUFU unit alone (about 2 ulp; -inf gives 0): the softmax's exponentials.
+__device__ __forceinline__ float fast_exp2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Column (head) of f32 accumulator register i in the wgmma accumulator layout.
 __device__ __forceinline__ int acc_col(int i, int lane) { return (i / 4) * 8 + (lane % 4) * 2 + (i % 2); }
 

@@ -107,17 +107,26 @@ __device__ inline bool token_entries(const AttentionParams &p, int64_t t, int *n
 // goes to *scale_row (when given). Kernels that compute in BF16 convert tagged rows.
 constexpr uint64_t kRowE4M3 = 1, kRowDsMla = 2, kRowTags = 3;
 
-__device__ inline uint64_t entry_row(const AttentionParams &p, int64_t t, int e, int n_swa,
-                                     uint64_t *scale_row = nullptr)
+// The slot id of entry e of token t (one global load) and its pool, split from the
+// address computation so that kernels can issue the load early and use it late.
+struct EntrySlot {
+    int32_t slot;
+    bool swa;
+};
+
+__device__ inline EntrySlot entry_slot(const AttentionParams &p, int64_t t, int e, int n_swa)
 {
     const bool swa = e < n_swa;
     const IndexParams &ix = swa ? p.swa_idx : p.extra_idx;
-    const PoolParams &pool = swa ? p.swa : p.extra;
-    const int col = swa ? e : e - n_swa;
-    const int32_t slot = ix.indices[t * ix.row_stride + col];
-    if (slot < 0 || slot >= pool.rows)
+    return EntrySlot{ix.indices[t * ix.row_stride + (swa ? e : e - n_swa)], swa};
+}
+
+__device__ inline uint64_t slot_row(const AttentionParams &p, EntrySlot es, uint64_t *scale_row = nullptr)
+{
+    const PoolParams &pool = es.swa ? p.swa : p.extra;
+    if (es.slot < 0 || es.slot >= pool.rows)
         return 0;
-    const int64_t block = slot / pool.block_size, row = slot % pool.block_size;
+    const int64_t block = es.slot / pool.block_size, row = es.slot % pool.block_size;
     const uint8_t *block_base = pool.data + block * pool.block_stride;
     if (pool.format == SMLA_KV_FP8_DS_MLA) {
         if (scale_row)
@@ -127,6 +136,12 @@ __device__ inline uint64_t entry_row(const AttentionParams &p, int64_t t, int e,
     }
     const bool fp8 = pool.format == SMLA_KV_FP8;
     return reinterpret_cast<uint64_t>(block_base + row * (fp8 ? 512 : 1024)) | (fp8 ? kRowE4M3 : 0);
+}
+
+__device__ inline uint64_t entry_row(const AttentionParams &p, int64_t t, int e, int n_swa,
+                                     uint64_t *scale_row = nullptr)
+{
+    return slot_row(p, entry_slot(p, t, e, n_swa), scale_row);
 }
 
 } // namespace smla

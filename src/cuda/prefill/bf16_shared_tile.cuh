@@ -161,7 +161,7 @@ template <int kHT> struct SharedTile {
             return; // an empty split: combine_kernel knows the token's split count
         const int ntiles = split_token ? min(all_tiles - first, p.split_tiles) : all_tiles;
 
-        uint8_t *smem = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+        uint8_t *smem = align_smem_1024(smem_raw);
         uint8_t *tiles = smem + Cfg::kTileOff;
         uint8_t *qs = smem + Cfg::kQOff;
         uint8_t *ps = smem + Cfg::kPOff;
@@ -203,11 +203,10 @@ template <int kHT> struct SharedTile {
             cp_async_wait<0>();
             fence_proxy_async();
             __syncthreads(); // tile `it` landed everywhere
-            // The row addresses of tile it+2 are fetched now and stored at the end.
+            // The slot ids of tile it+2 are loaded now; their addresses are stored at the end.
             const int e_next = (first + it + 2) * kTileRows + tid;
-            uint64_t next_info = 0, next_scales = 0;
-            if (tid < kTileRows && it + 2 < ntiles && e_next < n)
-                next_info = entry_row(p, t, e_next, n_swa, &next_scales);
+            const bool has_next = tid < kTileRows && it + 2 < ntiles && e_next < n;
+            const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
             score(s, tile, qs, wg);
@@ -242,7 +241,7 @@ template <int kHT> struct SharedTile {
                     m = fmaxf(m, colmax[w * kHT + tid]);
                 const float m_old = mrun[tid];
                 const float m_new = fmaxf(m_old, m);
-                alpha_s[tid] = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
+                alpha_s[tid] = m_new == -INFINITY ? 1.f : fast_exp2(m_old - m_new);
                 mrun[tid] = m_new;
             }
             __syncthreads();
@@ -253,7 +252,7 @@ template <int kHT> struct SharedTile {
                 const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
                 const float m_new = mrun[col];
                 const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float p_lo = exp2f(s[i] - m_use), p_hi = exp2f(s[i + 2] - m_use);
+                const float p_lo = fast_exp2(s[i] - m_use), p_hi = fast_exp2(s[i + 2] - m_use);
                 l[c] = l[c] * alpha_s[col] + p_lo + p_hi;
                 s[i] = p_lo;
                 s[i + 2] = p_hi;
@@ -274,10 +273,8 @@ template <int kHT> struct SharedTile {
                     o[m][i] *= alpha_s[acc_col(i, lane)];
             accumulate(o, tile, ps, wg);
 
-            if (tid < kTileRows && it + 2 < ntiles) {
-                rowinfo[((it + 2) % 3) * kTileRows + tid] = next_info;
-                scalerows[((it + 2) % 3) * kTileRows + tid] = next_scales;
-            }
+            if (tid < kTileRows && it + 2 < ntiles)
+                rowinfo[((it + 2) % 3) * kTileRows + tid] = slot_row(p, next, &scalerows[((it + 2) % 3) * kTileRows + tid]);
             if (it + 1 < ntiles) {
                 __syncthreads(); // everyone is done reading the single stage
                 load_tile(tiles, rowinfo + ((it + 1) % 3) * kTileRows, scalerows + ((it + 1) % 3) * kTileRows, dummy);

@@ -44,8 +44,8 @@ template <int kHT> struct Layout { // one WG's shared memory
     static constexpr int kQOff = kStages * kTileBytes;
     static constexpr int kPOff = kQOff + kQBytes;
     static constexpr int kRowInfoOff = kPOff + 2 * kPPlane;        // 3 x 64 row addresses
-    static constexpr int kColOff = kRowInfoOff + 3 * kRows * 8;   // [4 warps][HT]
-    static constexpr int kMaxOff = kColOff + 4 * kHT * 4;          // running max [HT]
+    static constexpr int kColOff = kRowInfoOff + 3 * kRows * 8;   // [2 tiles][4 warps][HT]
+    static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
     static constexpr int kBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
 };
@@ -207,8 +207,6 @@ template <int kHT> struct TokenWG {
             if (tid < kRows)
                 rowinfo[i * kRows + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
         }
-        if (tid < kHT)
-            mrun[tid] = -INFINITY;
         sync();
         const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
         for (int c = tid; c < kHT * 32; c += kWGThreads)
@@ -222,10 +220,12 @@ template <int kHT> struct TokenWG {
 #pragma unroll
             for (int i = 0; i < kSReg; i++)
                 o[m][i] = 0.f;
-        float l[kCols];
+        float l[kCols], m_run[kCols];
 #pragma unroll
-        for (int c = 0; c < kCols; c++)
+        for (int c = 0; c < kCols; c++) {
             l[c] = 0.f;
+            m_run[c] = -INFINITY;
+        }
 
         for (int it = 0; it < ntiles; it++) {
             const uint8_t *tile = tiles + (it % 2) * L::kTileBytes;
@@ -237,11 +237,10 @@ template <int kHT> struct TokenWG {
                 load_tile(tiles + ((it + 1) % 2) * L::kTileBytes, rowinfo + ((it + 1) % 3) * kRows);
                 cp_async_commit();
             }
-            // The row addresses of tile it+2 are fetched now and stored at the end.
+            // The slot ids of tile it+2 are loaded now; their addresses are stored at the end.
             const int e_next = (first + it + 2) * kRows + tid;
-            uint64_t next_info = 0;
-            if (tid < kRows && it + 2 < ntiles && e_next < n)
-                next_info = entry_row(p, t, e_next, n_swa);
+            const bool has_next = tid < kRows && it + 2 < ntiles && e_next < n;
+            const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
             score(s, desc_tiles + (it % 2) * (L::kTileBytes / 16), desc_q);
@@ -252,6 +251,9 @@ template <int kHT> struct TokenWG {
 #pragma unroll
             for (int i = 0; i < kSReg; i++)
                 s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * p.scale_log2 : -INFINITY;
+            // Every thread keeps the running max of its own columns (all threads holding a
+            // column compute the same value from the same inputs): no serial step.
+            float alpha[kCols];
 #pragma unroll
             for (int c = 0; c < kCols; c++) {
                 const int i = (c / 2) * 4 + (c % 2);
@@ -260,26 +262,20 @@ template <int kHT> struct TokenWG {
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
                 m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
                 if (lane < 4)
-                    colbuf[warp * kHT + acc_col(i, lane)] = m;
+                    colbuf[(it % 2) * 4 * kHT + warp * kHT + acc_col(i, lane)] = m;
             }
             sync();
-            if (tid < kHT) {
-                const float m = fmaxf(fmaxf(colbuf[tid], colbuf[kHT + tid]), fmaxf(colbuf[2 * kHT + tid], colbuf[3 * kHT + tid]));
-                const float m_old = mrun[tid];
-                const float m_new = fmaxf(m_old, m);
-                alpha_s[tid] = m_new == -INFINITY ? 1.f : exp2f(m_old - m_new);
-                mrun[tid] = m_new;
-            }
-            sync();
-
-            // P = exp2(s - m) as hi + lo E4M3 planes in the O^T operand layout; row sums.
 #pragma unroll
             for (int c = 0; c < kCols; c++) {
                 const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
-                const float m_new = mrun[col];
+                const float *cb = colbuf + (it % 2) * 4 * kHT + col;
+                const float m_new = fmaxf(fmaxf(m_run[c], fmaxf(cb[0], cb[kHT])), fmaxf(cb[2 * kHT], cb[3 * kHT]));
+                alpha[c] = m_new == -INFINITY ? 1.f : fast_exp2(m_run[c] - m_new);
+                m_run[c] = m_new;
+                // P = exp2(s - m); row sums.
                 const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float p_lo = exp2f(s[i] - m_use), p_hi = exp2f(s[i + 2] - m_use);
-                l[c] = l[c] * alpha_s[col] + p_lo + p_hi;
+                const float p_lo = fast_exp2(s[i] - m_use), p_hi = fast_exp2(s[i + 2] - m_use);
+                l[c] = l[c] * alpha[c] + p_lo + p_hi;
                 s[i] = p_lo;
                 s[i + 2] = p_hi;
             }
@@ -303,10 +299,10 @@ template <int kHT> struct TokenWG {
             for (int m = 0; m < 8; m++)
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
-                    o[m][i] *= alpha_s[acc_col(i, lane)];
+                    o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
             accumulate(o, tile, desc_p);
             if (tid < kRows && it + 2 < ntiles)
-                rowinfo[((it + 2) % 3) * kRows + tid] = next_info;
+                rowinfo[((it + 2) % 3) * kRows + tid] = slot_row(p, next);
         }
 
         // Row sums over the lanes and warps holding each column; final scale; LSE.
@@ -321,8 +317,11 @@ template <int kHT> struct TokenWG {
         sync(); // colbuf is free again
         if (lane < 4) {
 #pragma unroll
-            for (int c = 0; c < kCols; c++)
+            for (int c = 0; c < kCols; c++) {
                 colbuf[warp * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = l[c];
+                if (warp == 0)
+                    mrun[acc_col((c / 2) * 4 + (c % 2), lane)] = m_run[c];
+            }
         }
         sync();
         if (tid < kHT) {
@@ -373,7 +372,7 @@ template <int kHT>
 __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(const __grid_constant__ AttentionParams p)
 {
     extern __shared__ uint8_t smem_raw[];
-    uint8_t *smem = reinterpret_cast<uint8_t *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    uint8_t *smem = align_smem_1024(smem_raw);
     const int wg = threadIdx.x / kWGThreads;
     const int groups = p.num_heads / kHT;
     const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT>() + wg;
