@@ -14,6 +14,7 @@ struct smla_context {
     int sm_count;         /* multiprocessors of that device */
     void *workspace;      /* device scratch of the CUDA backend (split-KV partials) */
     size_t workspace_bytes;
+    void *workspace_retired; /* outgrown buffers, freed with the context (cuda/workspace.cu) */
 };
 
 /* Records a formatted message on ctx (when not NULL) and returns status. */

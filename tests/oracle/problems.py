@@ -125,8 +125,8 @@ def make_positions(rng, tokens):
     """cu_seqlens_q [B+1] and seq_lens [B]: decode sequences first, then prefill ones,
     some empty; rows past cu[B] (and before cu[0]) are padding."""
     padding = int(rng.integers(0, tokens // 3 + 1)) if rng.random() < 0.4 else 0
-    start = int(rng.integers(0, 3)) if rng.random() < 0.1 else 0
-    end = max(start, tokens - padding)
+    start = min(int(rng.integers(0, 3)), tokens) if rng.random() < 0.1 else 0
+    end = max(start, tokens - padding)  # <= tokens: cu never points past the last row
     cu = [start]
     while cu[-1] < end or (len(cu) == 1 and rng.random() < 0.5):
         left = end - cu[-1]
