@@ -14,10 +14,11 @@
 // K order a permutation of the tile rows that keeps those shared-memory reads free of bank
 // conflicts; P is written in the same K order.
 //
-// Precision: FP8 wgmma keeps only ~14 bits of a running sum, so each K step of S gets
-// fresh accumulators and the steps are added in FP32. One E4M3 per probability leaves
-// ~2% in the output of a flat softmax, so P is stored as two E4M3 planes, hi + lo, of
-// p * 256 (the factor keeps p >= 2^-14 out of the subnormals) and both are multiplied.
+// Precision: FP8 wgmma keeps only ~14 bits of a running sum, so every two K steps of S
+// get fresh accumulators and those partial sums are added in FP32. One E4M3 per
+// probability leaves ~2% in the output of a flat softmax, so P is stored as two E4M3
+// planes, hi + lo, of p * 256 (the factor keeps p >= 2^-14 out of the subnormals) and
+// both are multiplied.
 // Every head is computed alone, so the result depends neither on kHT nor on the batch.
 #pragma once
 #include <cstdint>
@@ -69,7 +70,8 @@ template <int kHT> struct TokenWG {
     static constexpr int kCols = kHT / 4;            // heads per thread
     // Latency, not arithmetic, bounds a WG: few waits per tile. Registers decide how many
     // S steps share one wait and how many V^T fragment groups are built before one.
-    static constexpr int kBatch = kHT >= 32 ? 2 : 8;
+    static constexpr int kBatch = kHT >= 32 ? 2 : 8; // accumulator sets per wait
+    static constexpr int kChain = 2; // K steps accumulated in the tensor core before FP32
     static constexpr int kGroupsPerWait = kHT >= 32 ? 4 : 8; // of the tile's 8 groups
 
     const AttentionParams &p;
@@ -99,15 +101,17 @@ template <int kHT> struct TokenWG {
     __device__ void score(float (&s)[kSReg], uint64_t da, uint64_t db) const
     {
 #pragma unroll
-        for (int b = 0; b < 16; b += kBatch) {
+        for (int b = 0; b < 16; b += kBatch * kChain) {
             float part[kBatch][kSReg];
             wgmma_fence();
 #pragma unroll
-            for (int j = 0; j < kBatch; j++) {
-                const int ks = b + j;
-                WgmmaFp8SS<kHT>::run(part[j], da + ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16,
-                                     db + ((ks / 4) * (kHT * 128) + (ks % 4) * 32) / 16, 0);
-            }
+            for (int j = 0; j < kBatch; j++)
+#pragma unroll
+                for (int c = 0; c < kChain; c++) {
+                    const int ks = b + j * kChain + c;
+                    WgmmaFp8SS<kHT>::run(part[j], da + ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16,
+                                         db + ((ks / 4) * (kHT * 128) + (ks % 4) * 32) / 16, c > 0);
+                }
             wgmma_commit();
             wgmma_wait<0>();
 #pragma unroll
@@ -295,11 +299,18 @@ template <int kHT> struct TokenWG {
             fence_proxy_async();
             sync();
 
+            // Once the running max settles, alpha is 1 for every column of the warp.
+            bool rescale = false;
 #pragma unroll
-            for (int m = 0; m < 8; m++)
+            for (int c = 0; c < kCols; c++)
+                rescale |= alpha[c] != 1.f;
+            if (__any_sync(0xffffffffu, rescale)) {
 #pragma unroll
-                for (int i = 0; i < kSReg; i++)
-                    o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
+                for (int m = 0; m < 8; m++)
+#pragma unroll
+                    for (int i = 0; i < kSReg; i++)
+                        o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
+            }
             accumulate(o, tile, desc_p);
             if (tid < kRows && it + 2 < ntiles)
                 rowinfo[((it + 2) % 3) * kRows + tid] = slot_row(p, next);
