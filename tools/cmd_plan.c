@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "commands.h"
-#include "smla.h"
+#include "plan_cli.h"
 
 typedef struct plan_args {
     const char *queries;   /* required comma list */
@@ -171,6 +171,79 @@ static int make_batch(const int_list *queries, const int_list *prefixes, int32_t
     return 1;
 }
 
+/* Each request has at most ceil(Q / cap) <= Q / cap + 1 segments (1 without a cap):
+ * enough capacity without sizing for a cap of 1 as the derived default does. */
+static int32_t segments_bound(const plan_args *a, int32_t num_requests, int32_t tokens)
+{
+    int64_t cap = a->cap;
+    if (cap == SMLA_SEGMENT_CAP_DEFAULT)
+        cap = a->dtype == SMLA_DTYPE_FP8_E4M3 ? SMLA_DEFAULT_FP8_SEGMENT_CAP : 0;
+    int64_t bound = num_requests + (cap > 0 ? tokens / cap : 0);
+    return bound < 1 ? 1 : bound > INT32_MAX ? INT32_MAX : (int32_t)bound;
+}
+
+/* The batch of the parsed lists, and a capacity just large enough for it. */
+static int make_cli_batch(const plan_args *a, const int_list *queries, const int_list *prefixes,
+                          smla_plan_cli *cli)
+{
+    int32_t r = queries->count;
+    cli->query_start_loc = malloc(((size_t)r + 1) * sizeof *cli->query_start_loc);
+    cli->seq_lens = malloc(((size_t)r + 1) * sizeof *cli->seq_lens);
+    if (!cli->query_start_loc || !cli->seq_lens) {
+        fprintf(stderr, "smla plan: out of memory\n");
+        return 0;
+    }
+    if (!make_batch(queries, prefixes, cli->query_start_loc, cli->seq_lens))
+        return 0;
+    const int32_t tokens = cli->query_start_loc[r];
+    cli->capacity = (smla_plan_capacity){.max_tokens = tokens > 0 ? tokens : 1,
+                                         .max_requests = r > 0 ? r : 1,
+                                         .max_segments = segments_bound(a, r, tokens)};
+    cli->batch = (smla_batch){.num_requests = r,
+                              .query_start_loc = cli->query_start_loc,
+                              .seq_lens = cli->seq_lens,
+                              .decode_threshold = a->threshold,
+                              .query_dtype = a->dtype,
+                              .segment_cap = a->cap};
+    return 1;
+}
+
+int smla_plan_cli_parse(int argc, char **argv, smla_plan_cli *cli)
+{
+    memset(cli, 0, sizeof *cli);
+    plan_args a;
+    int rc = parse_args(argc, argv, &a, &cli->help);
+    if (cli->help)
+        return 0;
+    if (rc) {
+        usage(stderr);
+        return rc;
+    }
+    int_list queries = {0}, prefixes = {0};
+    rc = 2;
+    if (!parse_list("--queries", a.queries, &queries) ||
+        (a.prefixes && !parse_list("--prefixes", a.prefixes, &prefixes)))
+        goto done;
+    if (a.prefixes && prefixes.count != queries.count) {
+        fprintf(stderr, "smla plan: --queries has %d entries but --prefixes has %d\n",
+                queries.count, prefixes.count);
+        goto done;
+    }
+    if (make_cli_batch(&a, &queries, &prefixes, cli))
+        rc = 0;
+done:
+    free(queries.values);
+    free(prefixes.values);
+    return rc;
+}
+
+void smla_plan_cli_free(smla_plan_cli *cli)
+{
+    free(cli->query_start_loc);
+    free(cli->seq_lens);
+    memset(cli, 0, sizeof *cli);
+}
+
 static void print_plan(const smla_plan_view *v)
 {
     printf("{\"num_decodes\":%d,\"num_decode_tokens\":%d,\"num_prefill_tokens\":%d,"
@@ -185,19 +258,7 @@ static void print_plan(const smla_plan_view *v)
     printf("]}\n");
 }
 
-/* Each request has at most ceil(Q / cap) <= Q / cap + 1 segments (1 without a cap):
- * enough capacity without sizing for a cap of 1 as the derived default does. */
-static int32_t segments_bound(const plan_args *a, int32_t num_requests, int32_t tokens)
-{
-    int64_t cap = a->cap;
-    if (cap == SMLA_SEGMENT_CAP_DEFAULT)
-        cap = a->dtype == SMLA_DTYPE_FP8_E4M3 ? SMLA_DEFAULT_FP8_SEGMENT_CAP : 0;
-    int64_t bound = num_requests + (cap > 0 ? tokens / cap : 0);
-    return bound < 1 ? 1 : bound > INT32_MAX ? INT32_MAX : (int32_t)bound;
-}
-
-static int plan_and_print(const plan_args *a, const int_list *queries, const int32_t *qsl,
-                          const int32_t *seq_lens)
+static int plan_and_print(const smla_plan_cli *cli)
 {
     smla_context *ctx = NULL;
     smla_plan *plan = NULL;
@@ -205,20 +266,10 @@ static int plan_and_print(const plan_args *a, const int_list *queries, const int
         fprintf(stderr, "smla plan: cannot create a context\n");
         return 2;
     }
-    int32_t r = queries->count;
-    smla_plan_capacity capacity = {.max_tokens = qsl[r] > 0 ? qsl[r] : 1,
-                                   .max_requests = r > 0 ? r : 1,
-                                   .max_segments = segments_bound(a, r, qsl[r])};
-    smla_batch batch = {.num_requests = r,
-                        .query_start_loc = qsl,
-                        .seq_lens = seq_lens,
-                        .decode_threshold = a->threshold,
-                        .query_dtype = a->dtype,
-                        .segment_cap = a->cap};
     smla_plan_view view;
-    smla_status st = smla_plan_create(ctx, &capacity, SMLA_MEMORY_HOST, &plan);
+    smla_status st = smla_plan_create(ctx, &cli->capacity, SMLA_MEMORY_HOST, &plan);
     if (st == SMLA_OK)
-        st = smla_plan_build(plan, &batch, NULL);
+        st = smla_plan_build(plan, &cli->batch, NULL);
     if (st == SMLA_OK)
         st = smla_plan_get_view(plan, &view);
     if (st == SMLA_OK)
@@ -233,40 +284,12 @@ static int plan_and_print(const plan_args *a, const int_list *queries, const int
 
 int smla_cmd_plan(int argc, char **argv)
 {
-    plan_args a;
-    int help;
-    int rc = parse_args(argc, argv, &a, &help);
-    if (help) {
+    smla_plan_cli cli;
+    int rc = smla_plan_cli_parse(argc, argv, &cli);
+    if (cli.help)
         usage(stdout);
-        return 0;
-    }
-    if (rc) {
-        usage(stderr);
-        return rc;
-    }
-    int_list queries = {0}, prefixes = {0};
-    int32_t *qsl = NULL, *seq_lens = NULL;
-    rc = 2;
-    if (!parse_list("--queries", a.queries, &queries) ||
-        (a.prefixes && !parse_list("--prefixes", a.prefixes, &prefixes)))
-        goto done;
-    if (a.prefixes && prefixes.count != queries.count) {
-        fprintf(stderr, "smla plan: --queries has %d entries but --prefixes has %d\n",
-                queries.count, prefixes.count);
-        goto done;
-    }
-    qsl = malloc(((size_t)queries.count + 1) * sizeof *qsl);
-    seq_lens = malloc(((size_t)queries.count + 1) * sizeof *seq_lens);
-    if (!qsl || !seq_lens) {
-        fprintf(stderr, "smla plan: out of memory\n");
-        goto done;
-    }
-    if (make_batch(&queries, &prefixes, qsl, seq_lens))
-        rc = plan_and_print(&a, &queries, qsl, seq_lens);
-done:
-    free(queries.values);
-    free(prefixes.values);
-    free(qsl);
-    free(seq_lens);
+    else if (rc == 0)
+        rc = plan_and_print(&cli);
+    smla_plan_cli_free(&cli);
     return rc;
 }
