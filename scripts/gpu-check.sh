@@ -2,8 +2,10 @@
 # The GPU suite in one call: build with CUDA, run every GPU test, `smla check`, the demo
 # and the benchmarks; full logs under $OUT (default ./gpu-out), a short table last.
 #   scripts/gpu-check.sh [full|quick|sanitize] [extra smla bench args...]
-#     full      GPU tests, smla check, demo, all bench presets (default)
-#     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench
+#     full      GPU tests, smla check, demo, all bench presets, the cap sweep, the decode
+#               presets per split mode, staging vs direct over fp8_ds_mla (default)
+#     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
+#               vs direct on v41-flash-tp1
 #     sanitize  GPU tests and a short smla check under compute-sanitizer
 # Exit status: non-zero when any step failed.
 set -u
@@ -63,12 +65,15 @@ full)
     step demo "$smla" demo
     step bench "$smla" bench --json "$out/bench.json" "$@"
     step bench_caps "$smla" bench --preset v41-flash-tp4 --cap 256,512,1024,2048,off --json "$out/bench_caps.json"
+    step bench_split "$smla" bench --preset decode-v41-flash-tp1,decode-v41-flash-tp4,decode-v4-pro-tp1,decode-v4-pro-tp8 --split auto,fixed,none --json "$out/bench_split.json"
+    step bench_staging "$smla" bench --staging --json "$out/bench_staging.json"
     step bench_plan "$build/bench/bench_plan"
     ;;
 quick)
     step check "$smla" check
     step demo "$smla" demo
     step bench "$smla" bench --preset flashmla-shapes --json "$out/bench.json" "$@"
+    step bench_staging "$smla" bench --staging --preset v41-flash-tp1 --json "$out/bench_staging.json"
     ;;
 sanitize)
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256

@@ -39,6 +39,17 @@ expect 2 "not a preset" bench --preset nope --list
 expect 2 "not a positive integer or off" bench --cap 0 --list
 expect 2 "fp8, bf16 or fp8_ds_mla" bench --kv int4 --list
 expect 2 "iters" bench --iters 0
+expect 0 "x split auto$" bench --list --preset v41-flash-tp4
+expect 0 "cap 256,off x split fixed,none,auto$" bench --list --split fixed,none,auto --cap 256,off
+expect 2 "'tiled' is not auto, fixed or none" bench --split auto,tiled --list
+expect 2 "at most 3 modes" bench --split auto,fixed,none,auto --list
+expect 2 "lacks its value" bench --list --split
+# --staging: fp8_ds_mla caches, the two presets of issue 7 unless --preset
+expect 0 "staging (gather to BF16 + BF16 prefill) vs direct" bench --staging --list
+grep -q "v4-pro-tp1 q4096+p65536 .*fp8_ds_mla" "$out" || fail "--staging does not list v4-pro-tp1 on fp8_ds_mla"
+[ "$(grep -c fp8_ds_mla "$out")" -eq 4 ] || fail "--staging lists other cases than v41-flash-tp1 and v4-pro-tp1"
+expect 0 "v41-flash-tp4 q8192+p0 .*fp8_ds_mla" bench --staging --preset v41-flash-tp4 --kv fp8_ds_mla --list
+expect 2 "fp8_ds_mla caches, not --kv bf16" bench --staging --kv bf16 --list
 
 [ $failures -eq 0 ] && echo "cli_demo: all checks passed"
 exit $((failures > 0))

@@ -169,6 +169,43 @@ int32_t smla_bench_decode_threshold(const smla_bench_case *c)
     return c->kind == SMLA_BENCH_DECODE ? c->query_len : 1;
 }
 
+const char *smla_bench_dtype_name(smla_dtype dtype)
+{
+    return dtype == SMLA_DTYPE_BF16 ? "bf16" : "fp8";
+}
+
+static const char *const split_names[] = {"auto", "fixed", "none"};
+static const smla_split_mode split_modes[] = {SMLA_SPLIT_AUTO, SMLA_SPLIT_FIXED,
+                                              SMLA_SPLIT_NONE};
+
+const char *smla_bench_split_name(smla_split_mode split)
+{
+    for (size_t i = 0; i < sizeof split_modes / sizeof split_modes[0]; i++)
+        if (split_modes[i] == split)
+            return split_names[i];
+    return "?";
+}
+
+int smla_bench_split_parse(const char *name, smla_split_mode *split)
+{
+    for (size_t i = 0; i < sizeof split_modes / sizeof split_modes[0]; i++)
+        if (!strcmp(split_names[i], name)) {
+            *split = split_modes[i];
+            return 1;
+        }
+    return 0;
+}
+
+void smla_bench_cap_text(int32_t cap, char *buf, size_t bytes)
+{
+    if (cap < 0)
+        snprintf(buf, bytes, "-");
+    else if (cap == 0)
+        snprintf(buf, bytes, "off");
+    else
+        snprintf(buf, bytes, "%d", cap);
+}
+
 smla_status smla_bench_case_workload(const smla_bench_case *c, uint64_t seed,
                                      smla_workload *w, smla_tool_error *error)
 {

@@ -39,6 +39,14 @@ int smla_bench_preset_cases(int index, smla_dtype q_dtype, smla_kv_format kv_for
 /* The plan's decode threshold for a case's batch: decode requests have query_len tokens. */
 int32_t smla_bench_decode_threshold(const smla_bench_case *c);
 
+/* Names in the bench's tables and JSON: "fp8" or "bf16"; "auto", "fixed" or "none". */
+const char *smla_bench_dtype_name(smla_dtype dtype);
+const char *smla_bench_split_name(smla_split_mode split);
+/* The split mode called name into *split; 0 when there is none. */
+int smla_bench_split_parse(const char *name, smla_split_mode *split);
+/* A plan's segment cap as printed: the number, "off" (0), or "-" (< 0: no plan). */
+void smla_bench_cap_text(int32_t cap, char *buf, size_t bytes);
+
 /* Builds the case's host workload. */
 smla_status smla_bench_case_workload(const smla_bench_case *c, uint64_t seed,
                                      smla_workload *w, smla_tool_error *error);

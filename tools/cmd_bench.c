@@ -7,6 +7,7 @@
 #include <cjson/cJSON.h>
 
 #include "bench_presets.h"
+#include "bench_staging.h"
 #include "bench_timer.h"
 #include "commands.h"
 #include "workload_device.h"
@@ -15,10 +16,12 @@
 #define BENCH_WARMUP 3
 #define DEFAULT_ITERS 20
 #define MAX_CAPS 8
+#define MAX_SPLITS 3
 
 static const char usage_text[] =
     "usage: smla bench [--preset NAME[,NAME...]] [--q fp8|bf16] [--kv fp8|bf16|fp8_ds_mla]\n"
-    "                  [--cap N|off[,N|off...]] [--iters N] [--json FILE] [--list]\n"
+    "                  [--cap N|off[,N|off...]] [--split auto|fixed|none[,...]]\n"
+    "                  [--staging] [--iters N] [--json FILE] [--list]\n"
     "\n"
     "Times sparse MLA attention on the GPU (CUDA events: %d warm-up runs, then the median\n"
     "of --iters runs, default %d). Each case's inputs are rotated among copies when one\n"
@@ -41,6 +44,14 @@ static const char usage_text[] =
     "\n"
     "  --cap    prefill segment caps of the plan, one run per cap (off = no segmentation);\n"
     "           default: the planner's default\n"
+    "  --split  split-KV modes, one run per mode (default: auto, the library's): auto\n"
+    "           splits only launches too small for the GPU, fixed splits every token at\n"
+    "           512-entry points (batch-invariant), none never splits\n"
+    "  --staging  fp8_ds_mla caches (default presets: v41-flash-tp1, v4-pro-tp1): times\n"
+    "           what engines do today, a gather of every token's rows into a BF16\n"
+    "           workspace then smla's BF16 sparse prefill on it, against the direct call\n"
+    "           on the cache; reports both, the speedup and TFLOP/s, and checks once that\n"
+    "           both outputs agree\n"
     "  --json   also write the results to FILE\n"
     "  --list   print the cases of the selected presets and exit (no GPU needed)\n"
     "\n"
@@ -54,6 +65,9 @@ typedef struct bench_options {
     smla_kv_format kv_format;  /* INVALID: the preset's */
     int32_t caps[MAX_CAPS];
     int num_caps;
+    smla_split_mode splits[MAX_SPLITS];
+    int num_splits;
+    int staging;
     int iters;
     const char *json;
     int list;
@@ -116,6 +130,31 @@ static int cap_item(const char *entry, bench_options *o)
     return 1;
 }
 
+static int split_item(const char *entry, bench_options *o)
+{
+    if (o->num_splits == MAX_SPLITS)
+        return bad_option("--split: at most 3 modes, not '%s'", entry), 0;
+    if (!smla_bench_split_parse(entry, &o->splits[o->num_splits]))
+        return bad_option("--split: '%s' is not auto, fixed or none", entry), 0;
+    o->num_splits++;
+    return 1;
+}
+
+/* --staging: fp8_ds_mla caches; the two presets of issue 7 unless --preset. */
+static int staging_defaults(bench_options *o)
+{
+    static const char *const presets[] = {"v41-flash-tp1", "v4-pro-tp1"};
+    if (o->kv_format != SMLA_KV_INVALID && o->kv_format != SMLA_KV_FP8_DS_MLA)
+        return bad_option("--staging runs on fp8_ds_mla caches, not --kv %s",
+                          smla_kv_format_name(o->kv_format));
+    o->kv_format = SMLA_KV_FP8_DS_MLA;
+    for (int i = 0; o->num_presets == 0 && i < 2; i++)
+        o->presets[i] = smla_bench_find_preset(presets[i]);
+    if (o->num_presets == 0)
+        o->num_presets = 2;
+    return -1;
+}
+
 /* Returns -1 when the command should run, else its exit code. */
 static int parse_options(int argc, char **argv, bench_options *o)
 {
@@ -131,6 +170,10 @@ static int parse_options(int argc, char **argv, bench_options *o)
             o->list = 1;
             continue;
         }
+        if (!strcmp(arg, "--staging")) {
+            o->staging = 1;
+            continue;
+        }
         if (i + 1 == argc)
             return bad_option("'%s' is unknown or lacks its value", arg);
         const char *value = argv[++i];
@@ -139,6 +182,9 @@ static int parse_options(int argc, char **argv, bench_options *o)
                 return 2;
         } else if (!strcmp(arg, "--cap")) {
             if (!parse_list(arg, value, o, cap_item))
+                return 2;
+        } else if (!strcmp(arg, "--split")) {
+            if (!parse_list(arg, value, o, split_item))
                 return 2;
         } else if (!strcmp(arg, "--q")) {
             o->q_dtype = !strcmp(value, "fp8")    ? SMLA_DTYPE_FP8_E4M3
@@ -163,18 +209,17 @@ static int parse_options(int argc, char **argv, bench_options *o)
             return bad_option("unknown option '%s'", arg);
         }
     }
+    if (o->staging && staging_defaults(o) >= 0)
+        return 2;
     if (o->num_presets == 0)
         for (int p = 0; p < smla_bench_num_presets(); p++)
             if (smla_bench_preset_is_prefill(p))
                 o->presets[o->num_presets++] = p;
     if (o->num_caps == 0)
         o->caps[o->num_caps++] = SMLA_SEGMENT_CAP_DEFAULT;
+    if (o->num_splits == 0)
+        o->splits[o->num_splits++] = SMLA_SPLIT_AUTO;
     return -1;
-}
-
-static const char *dtype_name(smla_dtype dtype)
-{
-    return dtype == SMLA_DTYPE_BF16 ? "bf16" : "fp8";
 }
 
 static void list_cases(const bench_options *o)
@@ -187,12 +232,23 @@ static void list_cases(const bench_options *o)
         for (int c = 0; c < n; c++) {
             const smla_bench_case *k = &cases[c];
             const int rows = k->kind == SMLA_BENCH_RANDOM_ROWS;
-            printf("%-34s %-4s %-10s %6d %5d %7d %7d %6d\n", k->name, dtype_name(k->q_dtype),
+            printf("%-34s %-4s %-10s %6d %5d %7d %7d %6d\n", k->name, smla_bench_dtype_name(k->q_dtype),
                    smla_kv_format_name(k->kv_format), rows ? 0 : k->num_requests, k->heads,
                    k->topk, rows ? k->tokens : k->num_requests * k->query_len,
                    rows ? 0 : k->prefix_len);
         }
     }
+    printf("runs of each case: cap");
+    for (int i = 0; i < o->num_caps; i++) {
+        char cap[16] = "default";
+        if (o->caps[i] != SMLA_SEGMENT_CAP_DEFAULT)
+            smla_bench_cap_text(o->caps[i], cap, sizeof cap);
+        printf("%s%s", i ? "," : " ", cap);
+    }
+    printf(" x split");
+    for (int i = 0; i < o->num_splits; i++)
+        printf("%s%s", i ? "," : " ", smla_bench_split_name(o->splits[i]));
+    printf("%s\n", o->staging ? "; each staging (gather to BF16 + BF16 prefill) vs direct" : "");
 }
 
 #ifdef SMLA_WITH_CUDA
@@ -232,51 +288,26 @@ typedef struct case_result {
     int copies;
     int32_t cap;      /* applied; -1 without a plan */
     int32_t segments;
+    smla_split_mode split;
 } case_result;
-
-static smla_status time_case(smla_context *ctx, const smla_bench_case *c,
-                             const smla_workload *w, int32_t cap, int iters, case_result *r,
-                             smla_tool_error *error)
-{
-    smla_device_workload device;
-    r->copies = rotation_copies(w);
-    smla_status st = smla_device_workload_make(ctx, w, r->copies,
-                                               smla_bench_decode_threshold(c), cap, &device,
-                                               error);
-    if (st != SMLA_OK)
-        return st;
-    smla_plan_view view;
-    r->cap = r->segments = -1;
-    if (device.plan && smla_plan_get_view(device.plan, &view) == SMLA_OK) {
-        r->cap = view.segment_cap;
-        r->segments = view.num_segments;
-    }
-    bench_run run = {ctx, &device};
-    st = smla_cuda_median_time(timed_call, &run, BENCH_WARMUP, iters, NULL, &r->time_us,
-                               error);
-    smla_device_workload_free(&device);
-    return st;
-}
 
 static void print_header(void)
 {
-    printf("%-34s %-4s %-10s %6s %5s %8s %5s %4s %6s %10s %8s %7s\n", "case", "q", "kv",
-           "tokens", "heads", "entries", "cap", "segs", "copies", "time_us", "TFLOP/s",
+    printf("%-34s %-4s %-10s %6s %5s %8s %5s %4s %5s %6s %10s %8s %7s\n", "case", "q", "kv",
+           "tokens", "heads", "entries", "cap", "segs", "split", "copies", "time_us", "TFLOP/s",
            "GB/s");
 }
 
 static void print_row(const smla_bench_case *c, const smla_workload *w, const case_result *r)
 {
-    char cap[16] = "-", segments[16] = "-"; /* no plan */
-    if (r->cap == 0)
-        snprintf(cap, sizeof cap, "off");
-    else if (r->cap > 0)
-        snprintf(cap, sizeof cap, "%d", r->cap);
+    char cap[16], segments[16] = "-"; /* no plan */
+    smla_bench_cap_text(r->cap, cap, sizeof cap);
     if (r->segments >= 0)
         snprintf(segments, sizeof segments, "%d", r->segments);
-    printf("%-34s %-4s %-10s %6d %5d %8.1f %5s %4s %6d %10.1f %8.1f %7.0f\n", c->name,
-           dtype_name(c->q_dtype), smla_kv_format_name(c->kv_format), w->num_tokens, c->heads,
-           (double)w->active_entries / w->num_tokens, cap, segments, r->copies, r->time_us,
+    printf("%-34s %-4s %-10s %6d %5d %8.1f %5s %4s %5s %6d %10.1f %8.1f %7.0f\n", c->name,
+           smla_bench_dtype_name(c->q_dtype), smla_kv_format_name(c->kv_format), w->num_tokens,
+           c->heads, (double)w->active_entries / w->num_tokens, cap, segments,
+           smla_bench_split_name(r->split), r->copies, r->time_us,
            w->flops / r->time_us * 1e-6, w->kv_bytes / r->time_us * 1e-3);
     fflush(stdout);
 }
@@ -286,7 +317,7 @@ static cJSON *json_row(const smla_bench_case *c, const smla_workload *w, const c
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", c->name);
-    cJSON_AddStringToObject(o, "q", dtype_name(c->q_dtype));
+    cJSON_AddStringToObject(o, "q", smla_bench_dtype_name(c->q_dtype));
     cJSON_AddStringToObject(o, "kv", smla_kv_format_name(c->kv_format));
     cJSON_AddNumberToObject(o, "heads", c->heads);
     if (w) {
@@ -296,6 +327,8 @@ static cJSON *json_row(const smla_bench_case *c, const smla_workload *w, const c
         cJSON_AddNumberToObject(o, "flops", w->flops);
         cJSON_AddNumberToObject(o, "kv_bytes", w->kv_bytes);
     }
+    if (r)
+        cJSON_AddStringToObject(o, "split", smla_bench_split_name(r->split));
     if (failure) {
         cJSON_AddStringToObject(o, "error", failure);
         return o;
@@ -309,30 +342,71 @@ static cJSON *json_row(const smla_bench_case *c, const smla_workload *w, const c
     return o;
 }
 
-/* Runs one case for every cap (one run for a case without a plan); returns the number of
+static int report_failure(const smla_bench_case *c, const smla_workload *w, const case_result *r,
+                          const char *message, cJSON *rows)
+{
+    printf("%-34s %-4s %-10s failed: %s\n", c->name, smla_bench_dtype_name(c->q_dtype),
+           smla_kv_format_name(c->kv_format), message);
+    cJSON_AddItemToArray(rows, json_row(c, w, r, message));
+    return 1;
+}
+
+/* Uploads the case with one cap and times it once per split mode; returns the number of
  * runs that failed. */
+static int time_cap(smla_context *ctx, const bench_options *o, const smla_bench_case *c,
+                    const smla_workload *w, int32_t cap, cJSON *rows)
+{
+    smla_tool_error error = {{0}};
+    smla_device_workload device;
+    case_result r;
+    memset(&r, 0, sizeof r);
+    r.copies = rotation_copies(w);
+    if (smla_device_workload_make(ctx, w, r.copies, smla_bench_decode_threshold(c), cap,
+                                  &device, &error) != SMLA_OK)
+        return report_failure(c, w, NULL, error.message, rows) * o->num_splits;
+    smla_plan_view view;
+    r.cap = r.segments = -1;
+    if (device.plan && smla_plan_get_view(device.plan, &view) == SMLA_OK) {
+        r.cap = view.segment_cap;
+        r.segments = view.num_segments;
+    }
+    int failed = 0;
+    for (int i = 0; i < o->num_splits; i++) {
+        r.split = o->splits[i];
+        for (int k = 0; k < device.num_copies; k++)
+            device.runs[k].split = r.split;
+        bench_run run = {ctx, &device};
+        if (smla_cuda_median_time(timed_call, &run, BENCH_WARMUP, o->iters, NULL, &r.time_us,
+                                  &error) == SMLA_OK) {
+            print_row(c, w, &r);
+            cJSON_AddItemToArray(rows, json_row(c, w, &r, NULL));
+        } else {
+            failed += report_failure(c, w, &r, error.message, rows);
+        }
+    }
+    smla_device_workload_free(&device);
+    return failed;
+}
+
+/* Runs one case for every cap (one cap for a case without a plan) and split mode, timed
+ * alone or, with --staging, against staging; returns the number of runs that failed. */
 static int run_case(smla_context *ctx, const bench_options *o, const smla_bench_case *c,
                     cJSON *rows)
 {
     smla_workload w;
     smla_tool_error error = {{0}};
-    if (smla_bench_case_workload(c, BENCH_SEED, &w, &error) != SMLA_OK) {
-        printf("%-34s failed: %s\n", c->name, error.message);
-        cJSON_AddItemToArray(rows, json_row(c, NULL, NULL, error.message));
-        return 1;
-    }
+    if (smla_bench_case_workload(c, BENCH_SEED, &w, &error) != SMLA_OK)
+        return report_failure(c, NULL, NULL, error.message, rows);
     int failed = 0;
     const int caps = w.num_requests > 0 ? o->num_caps : 1;
     for (int i = 0; i < caps; i++) {
-        case_result r;
-        if (time_case(ctx, c, &w, o->caps[i], o->iters, &r, &error) == SMLA_OK) {
-            print_row(c, &w, &r);
-            cJSON_AddItemToArray(rows, json_row(c, &w, &r, NULL));
-        } else {
-            printf("%-34s %-4s %-10s failed: %s\n", c->name, dtype_name(c->q_dtype),
-                   smla_kv_format_name(c->kv_format), error.message);
-            cJSON_AddItemToArray(rows, json_row(c, &w, NULL, error.message));
-            failed++;
+        if (!o->staging) {
+            failed += time_cap(ctx, o, c, &w, o->caps[i], rows);
+            continue;
+        }
+        for (int k = 0; k < o->num_splits; k++) {
+            const smla_staging_run run = {o->caps[i], o->splits[k], BENCH_WARMUP, o->iters};
+            failed += smla_bench_staging_case(ctx, c, &w, &run, rows);
         }
     }
     smla_workload_free(&w);
@@ -358,7 +432,10 @@ static int run_bench(smla_context *ctx, const bench_options *o)
     smla_device_name(device, sizeof device);
     printf("smla bench: %s; %d warm-up runs, median of %d; seed %d\n", device, BENCH_WARMUP,
            o->iters, BENCH_SEED);
-    print_header();
+    if (o->staging)
+        smla_bench_staging_header();
+    else
+        print_header();
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "device", device);
     cJSON_AddNumberToObject(root, "warmup", BENCH_WARMUP);
