@@ -67,6 +67,7 @@ full)
     step bench_caps "$smla" bench --preset v41-flash-tp4 --cap 256,512,1024,2048,off --json "$out/bench_caps.json"
     step bench_split "$smla" bench --preset decode-v41-flash-tp1,decode-v41-flash-tp4,decode-v4-pro-tp1,decode-v4-pro-tp8 --split auto,fixed,none --json "$out/bench_split.json"
     step bench_staging "$smla" bench --staging --json "$out/bench_staging.json"
+    step bench_staging_bf16 "$smla" bench --staging --q bf16 --json "$out/bench_staging_bf16.json"
     step bench_plan "$build/bench/bench_plan"
     ;;
 quick)

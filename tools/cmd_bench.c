@@ -50,13 +50,14 @@ static const char usage_text[] =
     "  --staging  fp8_ds_mla caches (default presets: v41-flash-tp1, v4-pro-tp1): times\n"
     "           what engines do today, a gather of every token's rows into a BF16\n"
     "           workspace then smla's BF16 sparse prefill on it, against the direct call\n"
-    "           on the cache; reports both, the speedup and TFLOP/s, and checks once that\n"
-    "           both outputs agree\n"
+    "           on the cache (one copy of the inputs, not rotated; same --q for both);\n"
+    "           reports both, the speedup and TFLOP/s, and checks once that both outputs\n"
+    "           agree\n"
     "  --json   also write the results to FILE\n"
     "  --list   print the cases of the selected presets and exit (no GPU needed)\n"
     "\n"
-    "Exit status: 0 when every case ran, 1 when some could not, 2 on bad arguments or\n"
-    "without a GPU.\n";
+    "Exit status: 0 when every case ran, 1 when some could not (or, with --staging, the\n"
+    "two outputs differ), 2 on bad arguments or without a GPU.\n";
 
 typedef struct bench_options {
     int presets[SMLA_BENCH_MAX_CASES];
