@@ -141,19 +141,19 @@ static int split_item(const char *entry, bench_options *o)
     return 1;
 }
 
-/* --staging: fp8_ds_mla caches; the two presets of issue 7 unless --preset. */
+/* --staging: fp8_ds_mla caches; the two presets of issue 7 unless --preset. 0 when --kv
+ * asks for another format. */
 static int staging_defaults(bench_options *o)
 {
-    static const char *const presets[] = {"v41-flash-tp1", "v4-pro-tp1"};
     if (o->kv_format != SMLA_KV_INVALID && o->kv_format != SMLA_KV_FP8_DS_MLA)
         return bad_option("--staging runs on fp8_ds_mla caches, not --kv %s",
-                          smla_kv_format_name(o->kv_format));
+                          smla_kv_format_name(o->kv_format)), 0;
     o->kv_format = SMLA_KV_FP8_DS_MLA;
-    for (int i = 0; o->num_presets == 0 && i < 2; i++)
-        o->presets[i] = smla_bench_find_preset(presets[i]);
-    if (o->num_presets == 0)
-        o->num_presets = 2;
-    return -1;
+    if (o->num_presets == 0) {
+        o->presets[o->num_presets++] = smla_bench_find_preset("v41-flash-tp1");
+        o->presets[o->num_presets++] = smla_bench_find_preset("v4-pro-tp1");
+    }
+    return 1;
 }
 
 /* Returns -1 when the command should run, else its exit code. */
@@ -210,7 +210,7 @@ static int parse_options(int argc, char **argv, bench_options *o)
             return bad_option("unknown option '%s'", arg);
         }
     }
-    if (o->staging && staging_defaults(o) >= 0)
+    if (o->staging && !staging_defaults(o))
         return 2;
     if (o->num_presets == 0)
         for (int p = 0; p < smla_bench_num_presets(); p++)
