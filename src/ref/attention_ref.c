@@ -80,6 +80,8 @@ static int64_t active_columns(const smla_index_set *set, int64_t t)
 static smla_status gather_rows(const smla_index_set *set, int64_t t, int64_t count,
                                float *rows, int64_t *n)
 {
+    if (count <= 0) /* also an absent set, whose indices are NULL */
+        return SMLA_OK;
     const int32_t *ids = set->indices + t * set->row_stride;
     for (int64_t j = 0; j < count; j++) {
         if (ids[j] < 0 || ids[j] >= set->pool_rows)
