@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "rng.h"
 #include "smla.h"
 
 extern int smla_test_failures;
@@ -43,17 +44,18 @@ extern int smla_test_failures;
 /* Ends a test: prints the verdict, returns the process exit code. */
 int smla_test_finish(const char *name);
 
-/* xoshiro-style RNG. */
-typedef struct smla_rng {
-    uint64_t s[4];
-} smla_rng;
+/* The tools' RNG (tools/rng.h) under the tests' names. */
+typedef smla_tool_rng smla_rng;
 
 /* Seeds from SMLA_TEST_SEED if set, else from the clock; prints the seed. */
 uint64_t smla_test_seed(const char *name);
-void smla_rng_seed(smla_rng *rng, uint64_t seed);
-uint64_t smla_rng_next(smla_rng *rng);
-double smla_rng_uniform(smla_rng *rng);                    /* [0, 1) */
-double smla_rng_normal(smla_rng *rng);                     /* N(0, 1) */
-int64_t smla_rng_range(smla_rng *rng, int64_t lo, int64_t hi); /* [lo, hi] */
+static inline void smla_rng_seed(smla_rng *rng, uint64_t seed) { smla_tool_rng_seed(rng, seed); }
+static inline uint64_t smla_rng_next(smla_rng *rng) { return smla_tool_rng_next(rng); }
+static inline double smla_rng_uniform(smla_rng *rng) { return smla_tool_rng_uniform(rng); } /* [0, 1) */
+static inline double smla_rng_normal(smla_rng *rng) { return smla_tool_rng_normal(rng); }   /* N(0, 1) */
+static inline int64_t smla_rng_range(smla_rng *rng, int64_t lo, int64_t hi) /* [lo, hi] */
+{
+    return smla_tool_rng_range(rng, lo, hi);
+}
 
 #endif

@@ -14,15 +14,7 @@ extern "C" {
 #include "testutil.h"
 }
 
-#define CUDA_CHECK(expr)                                                                \
-    do {                                                                                \
-        cudaError_t err_ = (expr);                                                      \
-        if (err_ != cudaSuccess) {                                                      \
-            fprintf(stderr, "%s:%d: %s: %s\nFAIL\n", __FILE__, __LINE__, #expr,         \
-                    cudaGetErrorString(err_));                                          \
-            exit(1);                                                                    \
-        }                                                                               \
-    } while (0)
+#include "cuda_check.h"
 
 // The largest i in [0, n) with starts[i] <= t (the sequence holding token t).
 __device__ int find_sequence(const int32_t *starts, int n, int32_t t)

@@ -7,6 +7,7 @@
 
 #include "smla.h"
 #include "../prefill/params.cuh"
+#include "softmax.cuh"
 
 namespace smla {
 
@@ -98,6 +99,38 @@ __device__ inline bool token_entries(const AttentionParams &p, int64_t t, int *n
     }
     *n_swa = swa;
     *n_ext = active_columns(p.extra_idx, t);
+    return true;
+}
+
+// The part of token t's work one work item (heads h0 .. h0+heads-1, split `split`) does:
+// entries, and tiles [first, first + ntiles) of tile_rows entries each.
+struct WorkItem {
+    int n_swa, n;   // active SWA entries, all active entries
+    int first, ntiles;
+    bool split;     // the token is split: the item writes partial results
+};
+
+// False when the item has nothing to compute: t is padding, or an unsplit token's item
+// other than split 0, or a split past the token's entries. An unsplit token with no
+// active entry gets its output (zeros, -inf) written here, by `threads` threads.
+__device__ inline bool work_item(const AttentionParams &p, int64_t t, int h0, int heads, int split, int tile_rows,
+                                 int tid, int threads, WorkItem *w)
+{
+    int n_swa, n_ext;
+    if (!token_entries(p, t, &n_swa, &n_ext))
+        return false; // padding row: nothing is written
+    w->n_swa = n_swa;
+    w->n = n_swa + n_ext;
+    w->split = token_is_split(p, t);
+    if (!w->split && split > 0)
+        return false; // an unsplit token is done by its split-0 item
+    const int all_tiles = (w->n + tile_rows - 1) / tile_rows;
+    w->first = split * p.split_tiles;
+    if (!w->split && w->n == 0)
+        write_empty_token(p, t, h0, heads, tid, threads);
+    if (w->first >= all_tiles)
+        return false; // an empty split: combine_kernel knows the token's split count
+    w->ntiles = w->split ? min(all_tiles - w->first, p.split_tiles) : all_tiles;
     return true;
 }
 

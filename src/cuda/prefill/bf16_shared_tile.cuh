@@ -145,21 +145,12 @@ template <int kHT> struct SharedTile {
     static __device__ void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
     {
         const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
-        int n_swa, n_ext;
-        if (!token_entries(p, t, &n_swa, &n_ext))
-            return; // padding row: nothing is written
-        const int n = n_swa + n_ext;
+        WorkItem w;
+        if (!work_item(p, t, h0, kHT, split, kTileRows, tid, kThreads, &w))
+            return;
+        const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
+        const bool split_token = w.split;
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
-        const int all_tiles = (n + kTileRows - 1) / kTileRows;
-        const bool split_token = token_is_split(p, t);
-        if (!split_token && split > 0)
-            return; // an unsplit token is done by its split-0 item
-        const int first = split * p.split_tiles;
-        if (!split_token && n == 0)
-            write_empty_token(p, t, h0, kHT, tid, kThreads);
-        if (first >= all_tiles)
-            return; // an empty split: combine_kernel knows the token's split count
-        const int ntiles = split_token ? min(all_tiles - first, p.split_tiles) : all_tiles;
 
         uint8_t *smem = align_smem_1024(smem_raw);
         uint8_t *tiles = smem + Cfg::kTileOff;

@@ -182,21 +182,12 @@ template <int kHT> struct TokenWG {
     // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
     __device__ void run(int64_t t, int h0, int split) const
     {
-        int n_swa, n_ext;
-        if (!token_entries(p, t, &n_swa, &n_ext))
-            return; // padding row: nothing is written
-        const int n = n_swa + n_ext;
+        WorkItem w;
+        if (!work_item(p, t, h0, kHT, split, kRows, tid, kWGThreads, &w))
+            return;
+        const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
+        const bool split_token = w.split;
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
-        const int all_tiles = (n + kRows - 1) / kRows;
-        const bool split_token = token_is_split(p, t);
-        if (!split_token && split > 0)
-            return; // an unsplit token is done by its split-0 item
-        const int first = split * p.split_tiles;
-        if (!split_token && n == 0)
-            write_empty_token(p, t, h0, kHT, tid, kWGThreads);
-        if (first >= all_tiles)
-            return; // an empty split: combine_kernel knows the token's split count
-        const int ntiles = split_token ? min(all_tiles - first, p.split_tiles) : all_tiles;
         uint8_t *tiles = smem + L::kTileOff;
         uint8_t *qs = smem + L::kQOff;
         uint8_t *ps = smem + L::kPOff;
