@@ -33,7 +33,9 @@ typedef struct fuzz_case {
 } fuzz_case;
 
 /* How int32 elements are filled: slot ids of a pool of `rows` rows, active lengths of
- * `width` columns, or `count` listed values. */
+ * `width` columns, or `count` listed values. host_read: the validation reads the values
+ * of a host view (cu_seqlens_q), so a view too large for a real buffer gets NULL, not
+ * the stand-in (whose declared size would be a lie the caller's contract forbids). */
 typedef enum fill_kind { FILL_BYTES, FILL_SLOTS, FILL_LENS, FILL_LIST } fill_kind;
 
 typedef struct fill {
@@ -41,6 +43,7 @@ typedef struct fill {
     int64_t rows, width;
     const int32_t *list;
     int64_t count;
+    int host_read;
 } fill;
 
 static void *own(fuzz_case *c, size_t bytes)
@@ -134,7 +137,7 @@ static void *view_data(fuzz_case *c, int64_t bytes, size_t elem, const fill *f)
     const int off = how == 2;
     if (bytes < 0) {
         c->runnable = 0;
-        return stand_in + off;
+        return f->host_read ? NULL : stand_in + off;
     }
     return real_buffer(c, bytes, off, f, elem);
 }
@@ -212,7 +215,7 @@ static smla_kv_pool make_pool(fuzz_case *c)
         pool.memory = SMLA_MEMORY_DEVICE;
     const int sane = pool.num_blocks >= 0 && pool.block_stride >= 0 &&
                      (pool.num_blocks == 0 || pool.block_stride <= MAX_BUFFER / pool.num_blocks);
-    const fill bytes = {FILL_BYTES, 0, 0, NULL, 0};
+    const fill bytes = {FILL_BYTES, 0, 0, NULL, 0, 0};
     pool.data = view_data(c, sane ? pool.num_blocks * pool.block_stride : -1, 1, &bytes);
     return pool;
 }
@@ -232,11 +235,11 @@ static void make_index_set(fuzz_case *c, int64_t tokens, const smla_kv_pool *poo
     const int64_t widths[] = {3, 0, 1, 16, 128, 129, 512};
     const int64_t width = fuzz_i64_from(&c->in, widths, 7);
     const int64_t shape[2] = {tokens, width};
-    const fill slots = {FILL_SLOTS, pool_rows(pool), 0, NULL, 0};
+    const fill slots = {FILL_SLOTS, pool_rows(pool), 0, NULL, 0, 0};
     *indices = make_tensor(c, 2, SMLA_DTYPE_I32, shape, &slots);
     memset(lens, 0, sizeof *lens);
     if (fuzz_choice(&c->in, 2)) {
-        const fill active = {FILL_LENS, 0, width, NULL, 0};
+        const fill active = {FILL_LENS, 0, width, NULL, 0, 0};
         *lens = make_tensor(c, 1, SMLA_DTYPE_I32, shape, &active);
     }
 }
@@ -260,7 +263,7 @@ static void make_positions(fuzz_case *c, int64_t tokens, smla_attention_args *a)
     if (n > 0 && fuzz_choice(&c->in, 4) == 0)
         cu[n] = (int32_t)tokens; /* every row positioned */
     const int64_t cu_shape[1] = {fuzz_add(seqs, 1)}, lens_shape[1] = {seqs};
-    const fill cu_fill = {FILL_LIST, 0, 0, cu, n + 1}, lens_fill = {FILL_LIST, 0, 0, lens, n};
+    const fill cu_fill = {FILL_LIST, 0, 0, cu, n + 1, 1}, lens_fill = {FILL_LIST, 0, 0, lens, n, 0};
     a->cu_seqlens_q = make_tensor(c, 1, SMLA_DTYPE_I32, cu_shape, &cu_fill);
     a->seq_lens = make_tensor(c, 1, SMLA_DTYPE_I32, lens_shape, &lens_fill);
 }
@@ -297,7 +300,7 @@ static void make_scalars(fuzz_case *c, int64_t heads, smla_attention_args *a)
     a->split = (smla_split_mode)fuzz_i32_from(&c->in, splits, 3);
     if (fuzz_choice(&c->in, 2)) {
         const int64_t shape[1] = {heads};
-        const fill bytes = {FILL_BYTES, 0, 0, NULL, 0};
+        const fill bytes = {FILL_BYTES, 0, 0, NULL, 0, 0};
         a->sinks = make_tensor(c, 1, SMLA_DTYPE_F32, shape, &bytes);
     }
 }
@@ -309,7 +312,7 @@ static smla_attention_args make_args(fuzz_case *c)
     const int64_t head_counts[] = {8, 16, 32, 64, 128, 0, 1, 7, 256, -8};
     const int64_t tokens = fuzz_i64_from(&c->in, token_counts, 7);
     const int64_t heads = fuzz_i64_from(&c->in, head_counts, 10);
-    const fill bytes = {FILL_BYTES, 0, 0, NULL, 0};
+    const fill bytes = {FILL_BYTES, 0, 0, NULL, 0, 0};
     const int64_t q_shape[3] = {tokens, heads, SMLA_HEAD_DIM};
     a.q = make_tensor(c, 3, fuzz_choice(&c->in, 2) ? SMLA_DTYPE_BF16 : SMLA_DTYPE_FP8_E4M3,
                       q_shape, &bytes);

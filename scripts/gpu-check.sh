@@ -6,7 +6,9 @@
 #               presets per split mode, staging vs direct over fp8_ds_mla (default)
 #     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
 #               vs direct on v41-flash-tp1
-#     sanitize  GPU tests and a short smla check under compute-sanitizer
+#     sanitize  GPU tests and a short smla check under compute-sanitizer (memcheck and
+#               racecheck; initcheck over the plan's buffers)
+#     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -45,15 +47,25 @@ step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Re
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
 smla=$build/smla
 
+# Under compute-sanitizer kernels run 10-100x slower: fewer runs and steps there.
+sanitize_args() {
+    case $(basename "$1") in
+    gpu_test_determinism) echo --runs 3 ;;
+    gpu_test_soak) echo --steps 20 ;;
+    esac
+}
+
 for t in "$build"/tests/gpu_*; do
+    [ "$mode" = soak ] && break
     if [ "$mode" = sanitize ]; then
-        step "$(basename "$t")-memcheck" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$t"
-        step "$(basename "$t")-racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$t"
+        read -ra args <<<"$(sanitize_args "$t")"
+        step "$(basename "$t")-memcheck" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$t" "${args[@]}"
+        step "$(basename "$t")-racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$t" "${args[@]}"
     else
         step "$(basename "$t")" "$t"
     fi
 done
-if [ "$mode" != sanitize ]; then # the Python binding's engine loop (needs torch), from the source tree
+if [ "$mode" != sanitize ] && [ "$mode" != soak ]; then # the Python binding's engine loop (needs torch), from the source tree
     loop=$root/tests/gpu/test_python_engine_loop.py
     runner=(python3 "$loop")
     python3 -c 'import pytest' 2>/dev/null && runner=(python3 -m pytest -q -p no:cacheprovider "$loop")
@@ -77,8 +89,13 @@ quick)
     step bench_staging "$smla" bench --staging --preset v41-flash-tp1 --json "$out/bench_staging.json"
     ;;
 sanitize)
+    # Reads of plan buffers (device arrays, counts, staging) never written by a build.
+    step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
     step check-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$smla" check --token-heads 128
+    ;;
+soak)
+    step soak "$build/tests/gpu_test_soak" --steps 10000
     ;;
 esac
 

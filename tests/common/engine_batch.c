@@ -169,10 +169,9 @@ static int32_t random_len(smla_rng *rng, int32_t columns)
                       : (int32_t)smla_rng_range(rng, 0, columns);
 }
 
-void smla_test_batch_fill_tokens(smla_test_batch *b, smla_rng *rng)
+void smla_test_batch_fill_queries(smla_test_batch *b, smla_rng *rng)
 {
-    const size_t T = (size_t)b->num_tokens, H = (size_t)b->cfg.heads;
-    const size_t values = T * H * SMLA_HEAD_DIM;
+    const size_t values = (size_t)b->cfg.max_tokens * (size_t)b->cfg.heads * SMLA_HEAD_DIM;
     for (size_t i = 0; i < values; i++) {
         const float v = (float)smla_rng_normal(rng);
         if (b->cfg.q_dtype == SMLA_DTYPE_BF16)
@@ -180,6 +179,11 @@ void smla_test_batch_fill_tokens(smla_test_batch *b, smla_rng *rng)
         else
             ((uint8_t *)b->q)[i] = smla_float_to_e4m3(v);
     }
+}
+
+void smla_test_batch_fill_indices(smla_test_batch *b, smla_rng *rng)
+{
+    const size_t T = (size_t)b->num_tokens;
     const int64_t swa_rows = b->pools->swa.num_blocks * b->pools->swa.block_size;
     const int64_t extra_rows = b->pools->extra.num_blocks * b->pools->extra.block_size;
     for (size_t t = 0; t < T; t++) {
@@ -282,6 +286,23 @@ smla_status smla_test_batch_reference(smla_context *ctx, const smla_test_batch *
     const smla_status st = smla_attention(ctx, &a);
     smla_test_batch_free(&rows);
     return st;
+}
+
+void smla_test_batch_random_order(const smla_test_batch *b, smla_rng *rng, int32_t threshold,
+                                  int32_t *order)
+{
+    const int32_t R = b->num_requests, *qsl = b->query_start_loc;
+    int32_t decodes = 0;
+    while (decodes < R && qsl[decodes + 1] - qsl[decodes] <= threshold)
+        decodes++;
+    for (int32_t r = 0; r < R; r++)
+        order[r] = r;
+    for (int32_t r = R - 1; r > 0; r--) { /* Fisher-Yates within each class */
+        const int32_t k = (int32_t)smla_rng_range(rng, r < decodes ? 0 : decodes, r);
+        const int32_t tmp = order[r];
+        order[r] = order[k];
+        order[k] = tmp;
+    }
 }
 
 void smla_test_batch_reorder(const smla_test_batch *src, const int32_t *order,

@@ -53,8 +53,10 @@ void smla_test_batch_set_requests(smla_test_batch *b, int32_t num_requests,
 void smla_test_batch_random_requests(smla_test_batch *b, smla_rng *rng, int32_t num_requests,
                                      int32_t num_tokens, int32_t threshold, int32_t max_prefix,
                                      double short_fraction);
-/* Fresh q rows, index rows and lens for the batch's tokens. */
-void smla_test_batch_fill_tokens(smla_test_batch *b, smla_rng *rng);
+/* Fresh q rows for every token the batch can hold (max_tokens). */
+void smla_test_batch_fill_queries(smla_test_batch *b, smla_rng *rng);
+/* Fresh index rows and lens for the batch's tokens. */
+void smla_test_batch_fill_indices(smla_test_batch *b, smla_rng *rng);
 
 /* The buffers of one side (host or device) with the batch's layout. */
 typedef struct smla_test_buffers {
@@ -82,6 +84,10 @@ smla_status smla_test_batch_reference(smla_context *ctx, const smla_test_batch *
                                       const int32_t *tokens, int32_t n, uint16_t *out,
                                       float *lse);
 
+/* A random order of b's requests that keeps its decodes (the leading requests of at most
+ * threshold tokens) first, for smla_test_batch_reorder. */
+void smla_test_batch_random_order(const smla_test_batch *b, smla_rng *rng, int32_t threshold,
+                                  int32_t *order);
 /* dst (created with src's config and pools) holds src's requests in the order
  * order[0..R) (dst request i is src request order[i]) with every token's q row, index row
  * and lens; token_map[src token] = dst token. */
