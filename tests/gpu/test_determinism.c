@@ -79,6 +79,7 @@ static void case_make(gpu_case *c, const config *cfg, const smla_test_pools *poo
     smla_test_batch_fill_queries(&c->batch, rng);
     smla_test_batch_fill_indices(&c->batch, rng);
     smla_device_batch_create(&c->batch, &c->dev);
+    smla_device_batch_upload_queries(&c->batch, &c->dev, stream);
     const smla_plan_capacity capacity = {tokens, NUM_REQUESTS, 0};
     CHECK_STATUS(smla_plan_create(ctx, &capacity, SMLA_MEMORY_DEVICE, &c->plan), SMLA_OK);
     if (!c->plan) {
@@ -102,12 +103,11 @@ static void case_free(gpu_case *c)
     free(c->got.lse);
 }
 
-/* Uploads the batch, positions it (a device plan built with cap, or cu_seqlens_q /
+/* Uploads the batch's indices, lens and seq_lens (its q is on the device), positions it (a device plan built with cap, or cu_seqlens_q /
  * seq_lens when cap < -1), runs the call in mode on poisoned outputs and downloads them. */
 static void run(gpu_case *c, smla_split_mode mode, int32_t cap, outputs *o)
 {
     const smla_test_batch *b = &c->batch;
-    smla_device_batch_upload_queries(b, &c->dev, stream);
     smla_device_batch_upload(b, &c->dev, stream);
     CUDA_CHECK(cudaMemsetAsync(c->dev.dev.out, 0xFF, c->dev.out_bytes, stream));
     CUDA_CHECK(cudaMemsetAsync(c->dev.dev.lse, 0xFF, c->dev.lse_bytes, stream));
@@ -190,8 +190,10 @@ static void test_reorder(gpu_case *c, const config *cfg, int mode, smla_rng *rng
         smla_test_batch_random_order(&original, rng, THRESHOLD, order);
         smla_test_batch_reorder(&original, order, moved, map);
         c->batch = *moved;
+        smla_device_batch_upload_queries(moved, &c->dev, stream);
         run(c, modes[mode], SMLA_SEGMENT_CAP_DEFAULT, &c->got);
         c->batch = original;
+        smla_device_batch_upload_queries(&original, &c->dev, stream);
         int bad = 0;
         for (int32_t t = 0; t < T; t++)
             bad += memcmp(c->first.out + (size_t)t * row, c->got.out + (size_t)map[t] * row,
