@@ -135,9 +135,4 @@ __device__ __forceinline__ float e4m3_to_float(uint8_t v)
     return __half2float(__ushort_as_half(static_cast<unsigned short>(h2 & 0xFFFF)));
 }
 
-__device__ __forceinline__ float bf16_bits_to_float(uint16_t bits)
-{
-    return __uint_as_float(static_cast<uint32_t>(bits) << 16);
-}
-
 } // namespace smla
