@@ -150,8 +150,7 @@ void smla_test_batch_random_requests(smla_test_batch *b, smla_rng *rng, int32_t 
     free(q);
 }
 
-/* A slot id of a pool of `rows` rows: mostly valid, sometimes one of each invalid kind. */
-static int32_t random_slot(smla_rng *rng, int64_t rows)
+int32_t smla_test_random_slot(smla_rng *rng, int64_t rows)
 {
     const int32_t invalid[] = {-1, INT32_MIN, -1000, (int32_t)rows, (int32_t)rows + 77,
                                INT32_MAX};
@@ -160,8 +159,7 @@ static int32_t random_slot(smla_rng *rng, int64_t rows)
     return invalid[smla_rng_range(rng, 0, 5)];
 }
 
-/* An active length of a row of `columns` columns, sometimes out of range either side. */
-static int32_t random_len(smla_rng *rng, int32_t columns)
+int32_t smla_test_random_len(smla_rng *rng, int32_t columns)
 {
     const double u = smla_rng_uniform(rng);
     return u < 0.05   ? (int32_t)smla_rng_range(rng, -3, -1)
@@ -189,9 +187,9 @@ void smla_test_batch_fill_indices(smla_test_batch *b, smla_rng *rng)
     for (size_t t = 0; t < T; t++) {
         int32_t *row = b->indices + t * (size_t)width(b);
         for (int32_t j = 0; j < width(b); j++)
-            row[j] = random_slot(rng, j < b->cfg.window ? swa_rows : extra_rows);
-        b->swa_lens[t] = random_len(rng, b->cfg.window);
-        b->extra_lens[t] = random_len(rng, b->cfg.topk);
+            row[j] = smla_test_random_slot(rng, j < b->cfg.window ? swa_rows : extra_rows);
+        b->swa_lens[t] = smla_test_random_len(rng, b->cfg.window);
+        b->extra_lens[t] = smla_test_random_len(rng, b->cfg.topk);
     }
 }
 

@@ -94,4 +94,10 @@ void smla_test_batch_random_order(const smla_test_batch *b, smla_rng *rng, int32
 void smla_test_batch_reorder(const smla_test_batch *src, const int32_t *order,
                              smla_test_batch *dst, int32_t *token_map);
 
+/* A slot id of a pool of `rows` rows: mostly valid, sometimes one of each invalid kind
+ * (-1, INT32_MIN, other negatives, rows, past rows, INT32_MAX). */
+int32_t smla_test_random_slot(smla_rng *rng, int64_t rows);
+/* An active length of a row of `columns` columns, sometimes out of range either side. */
+int32_t smla_test_random_len(smla_rng *rng, int32_t columns);
+
 #endif

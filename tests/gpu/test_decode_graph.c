@@ -15,6 +15,7 @@
 #include "check_compare.h"
 #include "check_problem.h"
 #include "cuda_check.h"
+#include "engine_batch.h"
 #include "testutil.h"
 
 #define QUERY_LEN 2          /* tokens per decode request (one speculative) */
@@ -114,25 +115,6 @@ static smla_kv_pool random_pool(smla_rng *rng, smla_kv_format format, int64_t bl
 static size_t pool_bytes(const smla_kv_pool *pool)
 {
     return (size_t)(pool->num_blocks * pool->block_stride);
-}
-
-/* A slot id of a pool of rows rows: mostly valid, sometimes one of each kind of invalid. */
-static int32_t random_slot(smla_rng *rng, int64_t rows)
-{
-    const int32_t invalid[] = {-1, INT32_MIN, -1000, (int32_t)rows, (int32_t)rows + 77,
-                               INT32_MAX};
-    if (smla_rng_uniform(rng) >= 0.05)
-        return (int32_t)smla_rng_range(rng, 0, rows - 1);
-    return invalid[smla_rng_range(rng, 0, 5)];
-}
-
-/* Active lengths: any in [0, width], sometimes out of range on either side. */
-static int32_t random_len(smla_rng *rng, int32_t width)
-{
-    const double u = smla_rng_uniform(rng);
-    return u < 0.1    ? (int32_t)smla_rng_range(rng, -2, 0)
-           : u < 0.2  ? width + (int32_t)smla_rng_range(rng, 0, 2)
-                      : (int32_t)smla_rng_range(rng, 0, width);
 }
 
 static void make_test(decode_test *t, const decode_config *cfg, smla_rng *rng)
@@ -238,9 +220,9 @@ static void new_inputs(decode_test *t, smla_rng *rng, int32_t requests, int firs
     for (int32_t i = 0; i < t->tokens; i++) {
         int32_t *row = t->host.indices + (size_t)i * WIDTH;
         for (int j = 0; j < WIDTH; j++)
-            row[j] = random_slot(rng, j < WINDOW ? swa_rows : extra_rows);
-        t->host.swa_lens[i] = random_len(rng, WINDOW);
-        t->host.extra_lens[i] = random_len(rng, TOPK);
+            row[j] = smla_test_random_slot(rng, j < WINDOW ? swa_rows : extra_rows);
+        t->host.swa_lens[i] = smla_test_random_len(rng, WINDOW);
+        t->host.extra_lens[i] = smla_test_random_len(rng, TOPK);
     }
 }
 
