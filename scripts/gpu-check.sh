@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite in one call: build with CUDA, run every GPU test, `smla check`, the demo
 # and the benchmarks; full logs under $OUT (default ./gpu-out), a short table last.
-#   scripts/gpu-check.sh [full|quick|sanitize] [extra smla bench args...]
+#   scripts/gpu-check.sh [full|quick|sanitize|soak|dsmla] [extra smla bench args...]
 #     full      GPU tests, smla check, demo, all bench presets, the cap sweep, the decode
 #               presets per split mode, staging vs direct over fp8_ds_mla (default)
 #     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
@@ -9,6 +9,8 @@
 #     sanitize  GPU tests and a short smla check under compute-sanitizer (memcheck and
 #               racecheck; initcheck over the plan's buffers)
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
+#     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
+#               presets and the BF16 flashmla-shapes (the BF16 path's regression check)
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -87,6 +89,13 @@ quick)
     step demo "$smla" demo
     step bench "$smla" bench --preset flashmla-shapes --json "$out/bench.json" "$@"
     step bench_staging "$smla" bench --staging --preset v41-flash-tp1 --json "$out/bench_staging.json"
+    ;;
+dsmla)
+    step check "$smla" check
+    step bench_staging "$smla" bench --staging --json "$out/bench_staging.json"
+    step bench_staging_bf16 "$smla" bench --staging --q bf16 --json "$out/bench_staging_bf16.json"
+    step bench_decode "$smla" bench --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --json "$out/bench_decode.json"
+    step bench_bf16 "$smla" bench --preset flashmla-shapes --q bf16 --kv bf16 --json "$out/bench_bf16.json"
     ;;
 sanitize)
     # Reads of plan buffers (device arrays, counts, staging) never written by a build.

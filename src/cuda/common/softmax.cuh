@@ -45,6 +45,42 @@ __device__ inline float head_scale(const AttentionParams &p, int h, float m, flo
     return p.bmm2_scale * exp2f(m - mf) / denom / p_scale;
 }
 
+// The row sums of each thread's kCols columns, reduced over the 8 lanes that share them,
+// go to buf[slot][column] (the caller's warps take distinct slots).
+template <int kCols, int kHT> __device__ inline void store_warp_row_sums(const float (&l)[kCols], float *buf, int slot, int lane)
+{
+#pragma unroll
+    for (int c = 0; c < kCols; c++) {
+        float v = l[c];
+        v += __shfl_xor_sync(0xffffffffu, v, 4);
+        v += __shfl_xor_sync(0xffffffffu, v, 8);
+        v += __shfl_xor_sync(0xffffffffu, v, 16);
+        if (lane < 4)
+            buf[slot * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = v;
+    }
+}
+
+__device__ inline float head_lse(float m, float sum);
+
+// Head h0 + hi of token t, once its row sums sit in buf[slots][heads]: the factor that
+// turns its accumulators into the output goes to scale[hi]; its LSE, or for a split token
+// the partial (max, sum), goes to memory.
+__device__ inline void finish_head(const AttentionParams &p, int64_t t, int h0, int hi, int split, bool split_token,
+                                   float m, const float *buf, int slots, int heads, float p_scale, float *scale)
+{
+    float sum = 0.f;
+    for (int w = 0; w < slots; w++)
+        sum += buf[w * heads + hi];
+    if (split_token) {
+        p.partial_ml[partial_index(p, t, h0 + hi, split)] = make_float2(m, sum);
+        scale[hi] = 1.f / p_scale;
+    } else {
+        scale[hi] = head_scale(p, h0 + hi, m, sum, p_scale);
+        if (p.lse)
+            p.lse[t * p.lse_token_stride + h0 + hi] = head_lse(m, sum);
+    }
+}
+
 // The natural-log LSE of a head (the sink is not included); -inf without a valid entry.
 __device__ inline float head_lse(float m, float sum)
 {

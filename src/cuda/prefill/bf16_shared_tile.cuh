@@ -1,5 +1,5 @@
-// SM90 sparse MLA attention, BF16 path (BF16 queries or caches; E4M3 data is converted
-// to BF16 while it is gathered): one CTA computes one token for kHT heads (8..64), 128
+// SM90 sparse MLA attention, BF16 path (BF16 queries or caches; E4M3 data is gathered
+// raw and widened to BF16 in shared memory): one CTA computes one token for kHT heads (8..64), 128
 // KV entries (a tile) at a time, with two warpgroups (WGs) sharing each tile.
 //
 // KV entries are on wgmma's M side and heads on N, so 8-32 heads need no padding:
@@ -36,7 +36,8 @@ template <int kHT> struct Bf16Config {
     static constexpr int kPOff = kQOff + kQBytes;
     static constexpr int kRowInfoOff = kPOff + kPBytes;       // 3 x 128 row addresses
     static constexpr int kScaleRowOff = kRowInfoOff + 3 * kTileRows * 8; // 3 x 128 scale rows
-    static constexpr int kColMaxOff = kScaleRowOff + 3 * kTileRows * 8;  // [8 warps][HT]
+    static constexpr int kScaleOff = kScaleRowOff + 3 * kTileRows * 8;   // [128 rows][8] UE8M0
+    static constexpr int kColMaxOff = kScaleOff + kTileRows * 8;          // [8 warps][HT]
     static constexpr int kMaxOff = kColMaxOff + 8 * kHT * 4;   // running max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;        // rescale factor [HT]
     static constexpr int kSmemBytes = kAlphaOff + kHT * 4 + 1024; // + alignment slack
@@ -47,35 +48,66 @@ template <int kHT> struct SharedTile {
     static constexpr int kSReg = kHT / 2;  // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;  // distinct heads per thread
 
-    // Issues the gather of one tile (rows whose info is 0 are zero-filled). BF16 rows are
-    // copied; E4M3 rows (`fp8`) and `fp8_ds_mla` rows (E4M3 x UE8M0 block scale, then BF16
-    // RoPE values) are converted to BF16, exactly, on the way.
-    static __device__ void load_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_rows,
-                                     const void *dummy)
+    // Issues the gather of one tile (rows whose info is 0 are zero-filled), all with
+    // cp.async. BF16 rows land where they are used. E4M3 data (`fp8` rows, the NoPE part
+    // of `fp8_ds_mla` rows) lands raw: its 16-byte chunk j (16 values) at the place of
+    // the BF16 chunk 2j, to be widened in place by dequant_tile; the RoPE part of an
+    // `fp8_ds_mla` row lands at BF16 chunks 56..63 and its 8 scale bytes in `scales`.
+    static __device__ void load_tile(uint8_t *tile, uint8_t *scales, const uint64_t *info,
+                                     const uint64_t *scale_rows, const void *dummy)
     {
         const int tid = threadIdx.x;
 #pragma unroll 8
         for (int k = 0; k < 32; k++) {
-            const int row = tid / 64 + 4 * k, c = tid % 64; // c: 8 BF16 values, dims 8c..8c+7
+            const int row = tid / 64 + 4 * k, c = tid % 64;
             const uint64_t a = info[row], data = a & ~kRowTags;
-            uint8_t *dst = tile + tile_offset(kTileRows, row, c * 16);
-            if ((a & kRowE4M3) || ((a & kRowDsMla) && c < SMLA_DS_MLA_NOPE / 8)) {
-                const uint2 v = *reinterpret_cast<const uint2 *>(data + c * 8);
-                const float scale = (a & kRowDsMla)
-                                        ? ue8m0_to_float(reinterpret_cast<const uint8_t *>(scale_rows[row])[c / 8])
-                                        : 1.f;
-                uint4 o;
-                o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), scale);
-                o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), scale);
-                o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), scale);
-                o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), scale);
-                *reinterpret_cast<uint4 *>(dst) = o;
+            if (a & kRowE4M3) {
+                if (c < 32)
+                    cp_async16(tile + tile_offset(kTileRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
+            } else if (a & kRowDsMla) {
+                constexpr int kNope = SMLA_DS_MLA_NOPE / 16, kRope = SMLA_DS_MLA_ROPE * 2 / 16;
+                if (c < kNope)
+                    cp_async16(tile + tile_offset(kTileRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
+                else if (c < kNope + kRope)
+                    cp_async16(tile + tile_offset(kTileRows, row, 16 * (2 * kNope + c - kNope)),
+                               reinterpret_cast<const void *>(data + 16 * c), 16);
+                else if (c == kNope + kRope)
+                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(scale_rows[row]), 8);
             } else {
-                // BF16 rows, and the RoPE part of fp8_ds_mla rows (after 448 E4M3 bytes).
-                const uint64_t src_off = (a & kRowDsMla) ? SMLA_DS_MLA_NOPE + (c - SMLA_DS_MLA_NOPE / 8) * 16 : c * 16;
-                const void *src = a ? reinterpret_cast<const void *>(data + src_off) : dummy;
-                cp_async16(dst, src, a ? 16 : 0);
+                const void *src = a ? reinterpret_cast<const void *>(data + 16 * c) : dummy;
+                cp_async16(tile + tile_offset(kTileRows, row, 16 * c), src, a ? 16 : 0);
             }
+        }
+    }
+
+    // Widens the raw E4M3 chunks load_tile left in the tile to BF16 (times the block
+    // scale for `fp8_ds_mla`), exactly. The owner of raw chunk j reads it, then writes
+    // BF16 chunks 2j (where it was) and 2j + 1 (free): no thread reads another's output.
+    // Within each 8-lane phase, four lanes take row r and four row r + 1, so the 16-byte
+    // accesses fall on 8 distinct bank groups.
+    static __device__ void dequant_tile(uint8_t *tile, const uint8_t *scales, const uint64_t *info)
+    {
+        const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+#pragma unroll 4
+        for (int k = 0; k < 16; k++) {
+            const int block = k * 8 + warp; // 128 blocks: row pair block/2, chunk half block%2
+            const int row = (block / 2) * 2 + (lane / 4) % 2, j = (block % 2) * 16 + (lane / 8) * 4 + lane % 4;
+            const uint64_t a = info[row];
+            const bool ds = (a & kRowDsMla) != 0;
+            if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
+                continue;
+            const float scale = ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f;
+            uint8_t *at = tile + tile_offset(kTileRows, row, 32 * j);
+            const uint4 v = *reinterpret_cast<const uint4 *>(at);
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+            uint32_t o[8];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
+                o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
+            }
+            *reinterpret_cast<uint4 *>(at) = make_uint4(o[0], o[1], o[2], o[3]);
+            *reinterpret_cast<uint4 *>(tile + tile_offset(kTileRows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
         }
     }
 
@@ -158,10 +190,13 @@ template <int kHT> struct SharedTile {
         uint8_t *ps = smem + Cfg::kPOff;
         uint64_t *rowinfo = reinterpret_cast<uint64_t *>(smem + Cfg::kRowInfoOff);
         uint64_t *scalerows = reinterpret_cast<uint64_t *>(smem + Cfg::kScaleRowOff);
+        uint8_t *scales = smem + Cfg::kScaleOff;
         float *colmax = reinterpret_cast<float *>(smem + Cfg::kColMaxOff);
         float *mrun = reinterpret_cast<float *>(smem + Cfg::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(smem + Cfg::kAlphaOff);
         const void *dummy = p.q; // any valid global address for zero-filling copies
+        const bool raw_rows = (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) ||
+                              (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
 
         // Row addresses of tiles 0 and 1; the running max starts at -inf.
         if (tid < kTileRows) {
@@ -174,7 +209,7 @@ template <int kHT> struct SharedTile {
             mrun[tid] = -INFINITY;
         __syncthreads();
         load_q(qs, p, t, h0, p.q_is_fp8);
-        load_tile(tiles, rowinfo, scalerows, dummy);
+        load_tile(tiles, scales, rowinfo, scalerows, dummy);
         cp_async_commit();
 
         float o[4][kSReg];
@@ -194,6 +229,11 @@ template <int kHT> struct SharedTile {
             cp_async_wait<0>();
             fence_proxy_async();
             __syncthreads(); // tile `it` landed everywhere
+            if (raw_rows) {
+                dequant_tile(tile, scales, info);
+                fence_proxy_async();
+                __syncthreads();
+            }
             // The slot ids of tile it+2 are loaded now; their addresses are stored at the end.
             const int e_next = (first + it + 2) * kTileRows + tid;
             const bool has_next = tid < kTileRows && it + 2 < ntiles && e_next < n;
@@ -268,40 +308,18 @@ template <int kHT> struct SharedTile {
                 rowinfo[((it + 2) % 3) * kTileRows + tid] = slot_row(p, next, &scalerows[((it + 2) % 3) * kTileRows + tid]);
             if (it + 1 < ntiles) {
                 __syncthreads(); // everyone is done reading the single stage
-                load_tile(tiles, rowinfo + ((it + 1) % 3) * kTileRows, scalerows + ((it + 1) % 3) * kTileRows, dummy);
+                load_tile(tiles, scales, rowinfo + ((it + 1) % 3) * kTileRows, scalerows + ((it + 1) % 3) * kTileRows,
+                          dummy);
                 cp_async_commit();
             }
         }
 
-        // Row sums: reduce over the lanes and warps holding each column.
-#pragma unroll
-        for (int c = 0; c < kCols; c++) {
-            float v = l[c];
-            v += __shfl_xor_sync(0xffffffffu, v, 4);
-            v += __shfl_xor_sync(0xffffffffu, v, 8);
-            v += __shfl_xor_sync(0xffffffffu, v, 16);
-            l[c] = v;
-        }
+        // Row sums over the lanes and warps holding each column; final scale; LSE.
         __syncthreads(); // colmax is free again
-        if (lane < 4) {
-#pragma unroll
-            for (int c = 0; c < kCols; c++)
-                colmax[(wg * 4 + warp) * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = l[c];
-        }
+        store_warp_row_sums<kCols, kHT>(l, colmax, wg * 4 + warp, lane);
         __syncthreads();
-        if (tid < kHT) { // final scale per head, reusing alpha_s; lse
-            float sum = 0.f;
-            for (int w = 0; w < 8; w++)
-                sum += colmax[w * kHT + tid];
-            if (split_token) {
-                p.partial_ml[partial_index(p, t, h0 + tid, split)] = make_float2(mrun[tid], sum);
-                alpha_s[tid] = 1.f;
-            } else {
-                alpha_s[tid] = head_scale(p, h0 + tid, mrun[tid], sum, 1.f);
-                if (p.lse)
-                    p.lse[t * p.lse_token_stride + h0 + tid] = head_lse(mrun[tid], sum);
-            }
-        }
+        if (tid < kHT)
+            finish_head(p, t, h0, tid, split, split_token, mrun[tid], colmax, 8, kHT, 1.f, alpha_s);
         __syncthreads();
 
         // Output (BF16) or, for a split, the partial sum (FP32): two dims (8 apart) per

@@ -310,35 +310,16 @@ template <int kHT> struct TokenWG {
         }
 
         // Row sums over the lanes and warps holding each column; final scale; LSE.
-#pragma unroll
-        for (int c = 0; c < kCols; c++) {
-            float v = l[c];
-            v += __shfl_xor_sync(0xffffffffu, v, 4);
-            v += __shfl_xor_sync(0xffffffffu, v, 8);
-            v += __shfl_xor_sync(0xffffffffu, v, 16);
-            l[c] = v;
-        }
         sync(); // colbuf is free again
-        if (lane < 4) {
+        store_warp_row_sums<kCols, kHT>(l, colbuf, warp, lane);
+        if (warp == 0 && lane < 4) {
 #pragma unroll
-            for (int c = 0; c < kCols; c++) {
-                colbuf[warp * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = l[c];
-                if (warp == 0)
-                    mrun[acc_col((c / 2) * 4 + (c % 2), lane)] = m_run[c];
-            }
+            for (int c = 0; c < kCols; c++)
+                mrun[acc_col((c / 2) * 4 + (c % 2), lane)] = m_run[c];
         }
         sync();
-        if (tid < kHT) {
-            const float sum = colbuf[tid] + colbuf[kHT + tid] + colbuf[2 * kHT + tid] + colbuf[3 * kHT + tid];
-            if (split_token) {
-                p.partial_ml[partial_index(p, t, h0 + tid, split)] = make_float2(mrun[tid], sum);
-                alpha_s[tid] = 1.f / kPScale;
-            } else {
-                alpha_s[tid] = head_scale(p, h0 + tid, mrun[tid], sum, kPScale);
-                if (p.lse)
-                    p.lse[t * p.lse_token_stride + h0 + tid] = head_lse(mrun[tid], sum);
-            }
-        }
+        if (tid < kHT)
+            finish_head(p, t, h0, tid, split, split_token, mrun[tid], colbuf, 4, kHT, kPScale, alpha_s);
         sync();
 
         // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3:
