@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/cuda/common/wgmma_ops.cuh: the wgmma instructions smla uses, one inline-asm
-wrapper per accumulator width N (8, 16, 32, 64). Each N needs its own operand list, which
-is why this is generated rather than written by hand. Run from the repository root."""
+wrapper per accumulator width N (8, 16, 32, 64; 256 for the P.V of 64-head tiles). Each
+N needs its own operand list, which is why this is generated rather than written by
+hand. Run from the repository root."""
 
 NS = (8, 16, 32, 64)
 
@@ -52,6 +53,8 @@ def main():
         "template <int N> struct WgmmaBf16SS;",
         "// A and B from descriptors, BF16, K = 16, A MN-major (transposed).",
         "template <int N> struct WgmmaBf16SSTransA;",
+        "// A and B from descriptors, BF16, K = 16, B MN-major (transposed); N = 256 only.",
+        "template <int N> struct WgmmaBf16SSTransB;",
     ]
     for n in NS:
         out.append(wrapper("WgmmaFp8SS", n, f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3",
@@ -62,6 +65,8 @@ def main():
                            ['"l"(a)'], "desc", ", 0, 0"))
         out.append(wrapper("WgmmaBf16SSTransA", n, f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16",
                            ['"l"(a)'], "desc", ", 1, 0"))
+    out.append(wrapper("WgmmaBf16SSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+                       ['"l"(a)'], "desc", ", 0, 1"))
     out += ["", "}  // namespace smla", ""]
     with open("src/cuda/common/wgmma_ops.cuh", "w") as f:
         f.write("\n".join(out))

@@ -1,6 +1,7 @@
-// SM90 sparse MLA attention, BF16 path (BF16 queries or caches; E4M3 data is gathered
-// raw and widened to BF16 in shared memory): one CTA computes one token for kHT heads (8..64), 128
-// KV entries (a tile) at a time, with two warpgroups (WGs) sharing each tile.
+// SM90 sparse MLA attention, BF16 path for 8-32 heads (BF16 queries or caches; E4M3 data
+// is gathered raw and widened to BF16 in shared memory): one CTA computes one token for
+// kHT heads, 128 KV entries (a tile) at a time, with two warpgroups (WGs) sharing each
+// tile.
 //
 // KV entries are on wgmma's M side and heads on N, so 8-32 heads need no padding:
 //   S^T[128 x HT] = K[128 x 512] . Q^T     each WG takes 64 of the 128 rows
@@ -18,6 +19,7 @@
 #include "../common/softmax.cuh"
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
+#include "bf16_gather.cuh"
 #include "params.cuh"
 
 namespace smla {
@@ -45,93 +47,9 @@ template <int kHT> struct Bf16Config {
 
 template <int kHT> struct SharedTile {
     using Cfg = Bf16Config<kHT>;
+    using Gather = Bf16Gather<kTileRows, kThreads>;
     static constexpr int kSReg = kHT / 2;  // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;  // distinct heads per thread
-
-    // Issues the gather of one tile (rows whose info is 0 are zero-filled), all with
-    // cp.async. BF16 rows land where they are used. E4M3 data (`fp8` rows, the NoPE part
-    // of `fp8_ds_mla` rows) lands raw: its 16-byte chunk j (16 values) at the place of
-    // the BF16 chunk 2j, to be widened in place by dequant_tile; the RoPE part of an
-    // `fp8_ds_mla` row lands at BF16 chunks 56..63 and its 8 scale bytes in `scales`.
-    static __device__ void load_tile(uint8_t *tile, uint8_t *scales, const uint64_t *info,
-                                     const uint64_t *scale_rows, const void *dummy)
-    {
-        const int tid = threadIdx.x;
-#pragma unroll 8
-        for (int k = 0; k < 32; k++) {
-            const int row = tid / 64 + 4 * k, c = tid % 64;
-            const uint64_t a = info[row], data = a & ~kRowTags;
-            if (a & kRowE4M3) {
-                if (c < 32)
-                    cp_async16(tile + tile_offset(kTileRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
-            } else if (a & kRowDsMla) {
-                constexpr int kNope = SMLA_DS_MLA_NOPE / 16, kRope = SMLA_DS_MLA_ROPE * 2 / 16;
-                if (c < kNope)
-                    cp_async16(tile + tile_offset(kTileRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
-                else if (c < kNope + kRope)
-                    cp_async16(tile + tile_offset(kTileRows, row, 16 * (2 * kNope + c - kNope)),
-                               reinterpret_cast<const void *>(data + 16 * c), 16);
-                else if (c == kNope + kRope)
-                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(scale_rows[row]), 8);
-            } else {
-                const void *src = a ? reinterpret_cast<const void *>(data + 16 * c) : dummy;
-                cp_async16(tile + tile_offset(kTileRows, row, 16 * c), src, a ? 16 : 0);
-            }
-        }
-    }
-
-    // Widens the raw E4M3 chunks load_tile left in the tile to BF16 (times the block
-    // scale for `fp8_ds_mla`), exactly. The owner of raw chunk j reads it, then writes
-    // BF16 chunks 2j (where it was) and 2j + 1 (free): no thread reads another's output.
-    // Within each 8-lane phase, four lanes take row r and four row r + 1, so the 16-byte
-    // accesses fall on 8 distinct bank groups.
-    static __device__ void dequant_tile(uint8_t *tile, const uint8_t *scales, const uint64_t *info)
-    {
-        const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-#pragma unroll 4
-        for (int k = 0; k < 16; k++) {
-            const int block = k * 8 + warp; // 128 blocks: row pair block/2, chunk half block%2
-            const int row = (block / 2) * 2 + (lane / 4) % 2, j = (block % 2) * 16 + (lane / 8) * 4 + lane % 4;
-            const uint64_t a = info[row];
-            const bool ds = (a & kRowDsMla) != 0;
-            if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
-                continue;
-            const float scale = ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f;
-            uint8_t *at = tile + tile_offset(kTileRows, row, 32 * j);
-            const uint4 v = *reinterpret_cast<const uint4 *>(at);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-            uint32_t o[8];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
-                o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
-            }
-            *reinterpret_cast<uint4 *>(at) = make_uint4(o[0], o[1], o[2], o[3]);
-            *reinterpret_cast<uint4 *>(tile + tile_offset(kTileRows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
-        }
-    }
-
-    // Q rows h0 .. h0+kHT-1 of token t, in the operand layout (converted when needed).
-    static __device__ void load_q(uint8_t *qs, const AttentionParams &p, int64_t t, int h0, bool q_fp8)
-    {
-        const int tid = threadIdx.x;
-        if (q_fp8) {
-            const uint8_t *src = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
-                for (int c = tid; c < kHT * 64; c += kThreads) {
-                    const uint2 v = *reinterpret_cast<const uint2 *>(src + (c / 64) * 512 + (c % 64) * 8);
-                    uint4 o;
-                    o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), 1.f);
-                    o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), 1.f);
-                    o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), 1.f);
-                    o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), 1.f);
-                    *reinterpret_cast<uint4 *>(qs + tile_offset(kHT, c / 64, (c % 64) * 16)) = o;
-                }
-        } else {
-            const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;
-            for (int c = tid; c < kHT * 64; c += kThreads)
-                cp_async16(qs + tile_offset(kHT, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
-        }
-    }
 
     // S^T for this WG's 64 rows of the tile: s = K[64 x 512] . Q^T.
     static __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs, int wg)
@@ -208,8 +126,8 @@ template <int kHT> struct SharedTile {
         if (tid < kHT)
             mrun[tid] = -INFINITY;
         __syncthreads();
-        load_q(qs, p, t, h0, p.q_is_fp8);
-        load_tile(tiles, scales, rowinfo, scalerows, dummy);
+        Gather::load_q<kHT>(qs, p, t, h0);
+        Gather::load_tile(tiles, scales, rowinfo, scalerows, dummy);
         cp_async_commit();
 
         float o[4][kSReg];
@@ -230,7 +148,7 @@ template <int kHT> struct SharedTile {
             fence_proxy_async();
             __syncthreads(); // tile `it` landed everywhere
             if (raw_rows) {
-                dequant_tile(tile, scales, info);
+                Gather::dequant_tile(tile, scales, info);
                 fence_proxy_async();
                 __syncthreads();
             }
@@ -308,8 +226,8 @@ template <int kHT> struct SharedTile {
                 rowinfo[((it + 2) % 3) * kTileRows + tid] = slot_row(p, next, &scalerows[((it + 2) % 3) * kTileRows + tid]);
             if (it + 1 < ntiles) {
                 __syncthreads(); // everyone is done reading the single stage
-                load_tile(tiles, scales, rowinfo + ((it + 1) % 3) * kTileRows, scalerows + ((it + 1) % 3) * kTileRows,
-                          dummy);
+                Gather::load_tile(tiles, scales, rowinfo + ((it + 1) % 3) * kTileRows,
+                                  scalerows + ((it + 1) % 3) * kTileRows, dummy);
                 cp_async_commit();
             }
         }
@@ -338,7 +256,7 @@ template <int kHT> struct SharedTile {
     }
 };
 
-static_assert(Bf16Config<64>::kSmemBytes <= 227 * 1024, "shared memory per CTA");
+static_assert(Bf16Config<32>::kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
 template <int kHT>
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)

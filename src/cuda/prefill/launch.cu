@@ -1,7 +1,9 @@
-// The CUDA backend of smla_attention: picks the kernel (FP8 or BF16 path) and the heads
-// per CTA from the problem and the GPU, and launches it on the caller's stream.
+// The CUDA backend of smla_attention: picks the kernel (FP8 path, BF16 path with heads
+// on M for 64-head groups, BF16 path with entries on M for 8-32 heads) and the heads per
+// CTA from the problem and the GPU, and launches it on the caller's stream.
 #include <cuda_runtime.h>
 
+#include "bf16_heads_on_m.cuh"
 #include "bf16_shared_tile.cuh"
 #include "combine.cuh"
 #include "fp8_token_wg.cuh"
@@ -70,6 +72,17 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
     return cudaGetLastError();
 }
 
+cudaError_t launch_bf16_heads_on_m(const AttentionParams &p, cudaStream_t stream)
+{
+    constexpr int smem = bf16m::Layout::kBytes;
+    cudaError_t err = cudaFuncSetAttribute(bf16m::kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (err != cudaSuccess)
+        return err;
+    const int64_t ctas = p.num_tokens * (p.num_heads / bf16m::kHeads) * p.splits;
+    bf16m::kernel<<<static_cast<unsigned>(ctas), bf16m::kThreads, smem, stream>>>(p);
+    return cudaGetLastError();
+}
+
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
 cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
@@ -79,7 +92,7 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
     case 8: err = fp8_path ? launch_fp8<8>(p, stream) : launch_bf16<8>(p, stream); break;
     case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
     case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
-    default: err = launch_bf16<64>(p, stream); break;
+    default: err = launch_bf16_heads_on_m(p, stream); break;
     }
     if (err != cudaSuccess || p.splits == 1)
         return err;
@@ -140,11 +153,16 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.num_heads = pr->num_heads;
     const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
     const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
-    // FP8: heads per warpgroup, at most 32 (a WG holds O^T for 512 dims); BF16: heads per
-    // CTA, at most 64. Enough work items for every SM (two WGs each on the FP8 path).
-    p.heads_per_cta = fp8_path ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
-                               : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 64);
-    p.tile_rows = fp8_path ? fp8wg::kRows : bf16::kTileRows;
+    // FP8: heads per warpgroup, at most 32 (a WG holds O^T for 512 dims), enough work
+    // items for every SM (two WGs each). BF16: 64-head groups always take the heads-on-M
+    // kernel, whatever the batch (its arithmetic differs from the other kernel's, so a
+    // batch-dependent choice would break bit-identity); 8-32 heads the entries-on-M kernel,
+    // whose heads are computed alike whatever the head tile.
+    const bool heads_on_m = !fp8_path && pr->num_heads % bf16m::kHeads == 0;
+    p.heads_per_cta = fp8_path     ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
+                      : heads_on_m ? bf16m::kHeads
+                                   : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
+    p.tile_rows = fp8_path ? fp8wg::kRows : heads_on_m ? bf16m::kRows : bf16::kTileRows;
     choose_splits(pr, fp8_path ? 2 * ctx->sm_count : ctx->sm_count, &p);
     const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
     if (items > 0x7FFFFFFF || pr->num_tokens * pr->num_heads > 0x7FFFFFFF)

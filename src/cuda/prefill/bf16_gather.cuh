@@ -1,0 +1,103 @@
+// The gather of the BF16 kernels: a tile of kRows KV rows in the BF16 operand layout
+// ([512 / 64 blocks][kRows rows][128 B], 128-byte swizzle) and the query heads, by
+// kThreads threads. E4M3 and fp8_ds_mla data is widened to BF16 exactly.
+#pragma once
+#include <cstdint>
+
+#include "smla.h"
+#include "../common/sm90.cuh"
+#include "../common/token_entries.cuh"
+#include "params.cuh"
+
+namespace smla {
+
+template <int kRows, int kThreads> struct Bf16Gather {
+    static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
+
+    // Issues the gather of one tile (rows whose info is 0 are zero-filled), all with
+    // cp.async. BF16 rows land where they are used. E4M3 data (`fp8` rows, the NoPE part
+    // of `fp8_ds_mla` rows) lands raw: its 16-byte chunk j (16 values) at the place of
+    // the BF16 chunk 2j, to be widened in place by dequant_tile; the RoPE part of an
+    // `fp8_ds_mla` row lands at BF16 chunks 56..63 and its 8 scale bytes in `scales`.
+    static __device__ void load_tile(uint8_t *tile, uint8_t *scales, const uint64_t *info,
+                                     const uint64_t *scale_rows, const void *dummy)
+    {
+        const int tid = threadIdx.x;
+#pragma unroll 8
+        for (int k = 0; k < kRows * 64 / kThreads; k++) {
+            const int row = tid / 64 + (kThreads / 64) * k, c = tid % 64;
+            const uint64_t a = info[row], data = a & ~kRowTags;
+            if (a & kRowE4M3) {
+                if (c < 32)
+                    cp_async16(tile + tile_offset(kRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
+            } else if (a & kRowDsMla) {
+                constexpr int kNope = SMLA_DS_MLA_NOPE / 16, kRope = SMLA_DS_MLA_ROPE * 2 / 16;
+                if (c < kNope)
+                    cp_async16(tile + tile_offset(kRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
+                else if (c < kNope + kRope)
+                    cp_async16(tile + tile_offset(kRows, row, 16 * (2 * kNope + c - kNope)),
+                               reinterpret_cast<const void *>(data + 16 * c), 16);
+                else if (c == kNope + kRope)
+                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(scale_rows[row]), 8);
+            } else {
+                const void *src = a ? reinterpret_cast<const void *>(data + 16 * c) : dummy;
+                cp_async16(tile + tile_offset(kRows, row, 16 * c), src, a ? 16 : 0);
+            }
+        }
+    }
+
+    // Widens the raw E4M3 chunks load_tile left in the tile to BF16 (times the block
+    // scale for `fp8_ds_mla`), exactly. The owner of raw chunk j reads it, then writes
+    // BF16 chunks 2j (where it was) and 2j + 1 (free): no thread reads another's output.
+    // Within each 8-lane phase, four lanes take row r and four row r + 1, so the 16-byte
+    // accesses fall on 8 distinct bank groups.
+    static __device__ void dequant_tile(uint8_t *tile, const uint8_t *scales, const uint64_t *info)
+    {
+        const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+#pragma unroll 4
+        for (int k = 0; k < kRows / (kThreads / 32); k++) {
+            const int block = k * (kThreads / 32) + warp; // row pair block/2, chunk half block%2
+            const int row = (block / 2) * 2 + (lane / 4) % 2, j = (block % 2) * 16 + (lane / 8) * 4 + lane % 4;
+            const uint64_t a = info[row];
+            const bool ds = (a & kRowDsMla) != 0;
+            if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
+                continue;
+            const float scale = ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f;
+            uint8_t *at = tile + tile_offset(kRows, row, 32 * j);
+            const uint4 v = *reinterpret_cast<const uint4 *>(at);
+            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+            uint32_t o[8];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
+                o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
+            }
+            *reinterpret_cast<uint4 *>(at) = make_uint4(o[0], o[1], o[2], o[3]);
+            *reinterpret_cast<uint4 *>(tile + tile_offset(kRows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
+        }
+    }
+
+    // Q rows h0 .. h0+kHT-1 of token t, in the operand layout (converted when needed).
+    template <int kHT> static __device__ void load_q(uint8_t *qs, const AttentionParams &p, int64_t t, int h0)
+    {
+        const int tid = threadIdx.x;
+        if (p.q_is_fp8) {
+            const uint8_t *src = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+            for (int c = tid; c < kHT * 64; c += kThreads) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(src + (c / 64) * 512 + (c % 64) * 8);
+                uint4 o;
+                o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), 1.f);
+                o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), 1.f);
+                o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), 1.f);
+                o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), 1.f);
+                *reinterpret_cast<uint4 *>(qs + tile_offset(kHT, c / 64, (c % 64) * 16)) = o;
+            }
+        } else {
+            const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;
+            for (int c = tid; c < kHT * 64; c += kThreads)
+                cp_async16(qs + tile_offset(kHT, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
+        }
+    }
+};
+
+} // namespace smla
