@@ -6,8 +6,8 @@
 #               presets per split mode, staging vs direct over fp8_ds_mla (default)
 #     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
 #               vs direct on v41-flash-tp1
-#     sanitize  GPU tests and a short smla check under compute-sanitizer (memcheck and
-#               racecheck; initcheck over the plan's buffers)
+#     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
+#               and racecheck; initcheck over the plan's buffers)
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets and the BF16 flashmla-shapes (the BF16 path's regression check)
@@ -52,17 +52,26 @@ smla=$build/smla
 # Under compute-sanitizer kernels run 10-100x slower: fewer runs and steps there.
 sanitize_args() {
     case $(basename "$1") in
-    gpu_test_determinism) echo --runs 3 ;;
-    gpu_test_soak) echo --steps 20 ;;
+    gpu_test_determinism) echo --runs 2 ;;
+    gpu_test_soak) echo --steps 10 ;;
     esac
 }
 
+if [ "$mode" = sanitize ]; then
+    # Every kernel on small problems first (smla check covers all head counts, caches and
+    # query types); then each GPU test. Racecheck skips gpu_test_determinism: its large
+    # batches take over 8 minutes there, and its kernels are the ones check covers.
+    step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
+    step check-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$smla" check --token-heads 64
+    step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
+fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] && break
     if [ "$mode" = sanitize ]; then
         read -ra args <<<"$(sanitize_args "$t")"
         step "$(basename "$t")-memcheck" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$t" "${args[@]}"
-        step "$(basename "$t")-racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$t" "${args[@]}"
+        [ "$(basename "$t")" = gpu_test_determinism ] ||
+            step "$(basename "$t")-racecheck" compute-sanitizer --tool racecheck --error-exitcode 9 "$t" "${args[@]}"
     else
         step "$(basename "$t")" "$t"
     fi
@@ -96,12 +105,6 @@ dsmla)
     step bench_staging_bf16 "$smla" bench --staging --q bf16 --json "$out/bench_staging_bf16.json"
     step bench_decode "$smla" bench --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --json "$out/bench_decode.json"
     step bench_bf16 "$smla" bench --preset flashmla-shapes --q bf16 --kv bf16 --json "$out/bench_bf16.json"
-    ;;
-sanitize)
-    # Reads of plan buffers (device arrays, counts, staging) never written by a build.
-    step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
-    step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
-    step check-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$smla" check --token-heads 128
     ;;
 soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
