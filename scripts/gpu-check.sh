@@ -33,11 +33,13 @@ fi
 
 summary=$out/summary.txt
 : >"$summary"
-step() { # step NAME COMMAND...: runs, logs to $out/NAME.log, records status and seconds
+# step NAME COMMAND...: runs (killed after $STEP_TIMEOUT s, default 480: a hung kernel
+# must not eat the device time), logs to $out/NAME.log, records status and seconds.
+step() {
     local name=$1
     shift
     local start=$SECONDS
-    "$@" >"$out/$name.log" 2>&1
+    timeout "${STEP_TIMEOUT:-480}" "$@" >"$out/$name.log" 2>&1
     local rc=$?
     printf '%-22s %-6s %5ds\n' "$name" "$([ $rc = 0 ] && echo pass || echo FAIL:$rc)" $((SECONDS - start)) >>"$summary"
     return $rc
@@ -48,6 +50,11 @@ step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Re
     step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan || {
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
 smla=$build/smla
+# A small `smla check` first: a broken kernel stops the run here, in seconds.
+if [ "$mode" != soak ]; then
+    STEP_TIMEOUT=120 step smoke "$smla" check --token-heads 256 || {
+        cat "$summary"; tail -40 "$out/smoke.log"; exit 1; }
+fi
 
 # Under compute-sanitizer kernels run 10-100x slower: fewer runs and steps there.
 sanitize_args() {
