@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU suite in one call: build with CUDA, run every GPU test, `smla check`, the demo
 # and the benchmarks; full logs under $OUT (default ./gpu-out), a short table last.
-#   scripts/gpu-check.sh [full|quick|sanitize|soak|dsmla] [extra smla bench args...]
+#   scripts/gpu-check.sh [full|quick|sanitize|soak|dsmla|profile] [extra smla bench args...]
 #     full      GPU tests, smla check, demo, all bench presets, the cap sweep, the decode
 #               presets per split mode, staging vs direct over fp8_ds_mla (default)
 #     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
@@ -9,6 +9,8 @@
 #     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
 #               and racecheck; initcheck over the plan's buffers)
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
+#     profile   ncu on one launch of each attention kernel family (FP8 and BF16 at 64
+#               heads, FP8 at 16): speed of light, memory, warp states, instructions
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets and the BF16 flashmla-shapes (the BF16 path's regression check)
 # Exit status: non-zero when any step failed.
@@ -74,7 +76,7 @@ if [ "$mode" = sanitize ]; then
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
 fi
 for t in "$build"/tests/gpu_*; do
-    [ "$mode" = soak ] && break
+    [ "$mode" = soak ] || [ "$mode" = profile ] && break
     if [ "$mode" = sanitize ]; then
         read -ra args <<<"$(sanitize_args "$t")"
         step "$(basename "$t")-memcheck" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$t" "${args[@]}"
@@ -84,7 +86,7 @@ for t in "$build"/tests/gpu_*; do
         step "$(basename "$t")" "$t"
     fi
 done
-if [ "$mode" != sanitize ] && [ "$mode" != soak ]; then # the Python binding's engine loop (needs torch), from the source tree
+if [ "$mode" != sanitize ] && [ "$mode" != soak ] && [ "$mode" != profile ]; then # the Python binding's engine loop (needs torch), from the source tree
     loop=$root/tests/gpu/test_python_engine_loop.py
     runner=(python3 "$loop")
     python3 -c 'import pytest' 2>/dev/null && runner=(python3 -m pytest -q -p no:cacheprovider "$loop")
@@ -116,6 +118,16 @@ dsmla)
     ;;
 soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
+    ;;
+profile)
+    # The attention kernels are all named `kernel` (namespaces fp8wg, bf16, bf16m); the
+    # first launches of a bench case are its warm-ups, so the third is profiled.
+    ncu_args=(--kernel-name regex:^kernel --launch-skip 2 --launch-count 1 --section SpeedOfLight
+              --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats
+              --section InstructionStats --section Occupancy)
+    step profile_fp8_h64 ncu "${ncu_args[@]}" "$smla" bench --preset flashmla-shapes --iters 1
+    step profile_bf16_h64 ncu "${ncu_args[@]}" "$smla" bench --preset flashmla-shapes --q bf16 --kv bf16 --iters 1
+    step profile_fp8_h16 ncu "${ncu_args[@]}" "$smla" bench --preset v41-flash-tp4 --iters 1
     ;;
 esac
 
