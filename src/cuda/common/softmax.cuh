@@ -45,6 +45,12 @@ __device__ inline float head_scale(const AttentionParams &p, int h, float m, flo
     return p.bmm2_scale * exp2f(m - mf) / denom / p_scale;
 }
 
+// The natural-log LSE of a head (the sink is not included); -inf without a valid entry.
+__device__ inline float head_lse(float m, float sum)
+{
+    return sum > 0.f ? (m + log2f(sum)) * kLn2 : -INFINITY;
+}
+
 // The row sums of each thread's kCols columns, reduced over the 8 lanes that share them,
 // go to buf[slot][column] (the caller's warps take distinct slots).
 template <int kCols, int kHT> __device__ inline void store_warp_row_sums(const float (&l)[kCols], float *buf, int slot, int lane)
@@ -59,8 +65,6 @@ template <int kCols, int kHT> __device__ inline void store_warp_row_sums(const f
             buf[slot * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = v;
     }
 }
-
-__device__ inline float head_lse(float m, float sum);
 
 // Head h0 + hi of token t, once its row sums sit in buf[slots][heads]: the factor that
 // turns its accumulators into the output goes to scale[hi]; its LSE, or for a split token
@@ -79,12 +83,6 @@ __device__ inline void finish_head(const AttentionParams &p, int64_t t, int h0, 
         if (p.lse)
             p.lse[t * p.lse_token_stride + h0 + hi] = head_lse(m, sum);
     }
-}
-
-// The natural-log LSE of a head (the sink is not included); -inf without a valid entry.
-__device__ inline float head_lse(float m, float sum)
-{
-    return sum > 0.f ? (m + log2f(sum)) * kLn2 : -INFINITY;
 }
 
 } // namespace smla

@@ -14,6 +14,24 @@ namespace smla {
 template <int kRows, int kThreads> struct Bf16Gather {
     static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
 
+    // Whether any row can come raw (E4M3 or fp8_ds_mla): then tiles need dequant_tile.
+    static __device__ bool has_raw_rows(const AttentionParams &p)
+    {
+        return (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) || (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
+    }
+
+    // Row (and scale-row) addresses of the item's first two tiles, by threads tid < kRows.
+    static __device__ void first_rows(const AttentionParams &p, int64_t t, const WorkItem &w, uint64_t *rowinfo,
+                                      uint64_t *scalerows, int tid)
+    {
+        if (tid < kRows) {
+            for (int i = 0; i < 2 && i < w.ntiles; i++) {
+                const int e = (w.first + i) * kRows + tid;
+                rowinfo[i * kRows + tid] = e < w.n ? entry_row(p, t, e, w.n_swa, &scalerows[i * kRows + tid]) : 0;
+            }
+        }
+    }
+
     // Issues the gather of one tile (rows whose info is 0 are zero-filled), all with
     // cp.async. BF16 rows land where they are used. E4M3 data (`fp8` rows, the NoPE part
     // of `fp8_ds_mla` rows) lands raw: its 16-byte chunk j (16 values) at the place of

@@ -69,16 +69,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     float *mfinal = reinterpret_cast<float *>(smem + Layout::kRunOff);
     float *alpha_s = reinterpret_cast<float *>(smem + Layout::kAlphaOff);
     const void *dummy = p.q; // any valid global address for zero-filling copies
-    const bool raw_rows = (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) ||
-                          (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
-
-    // Row addresses of tiles 0 and 1.
-    if (tid < kRows) {
-        for (int i = 0; i < 2 && i < ntiles; i++) {
-            const int e = (first + i) * kRows + tid;
-            rowinfo[i * kRows + tid] = e < n ? entry_row(p, t, e, n_swa, &scalerows[i * kRows + tid]) : 0;
-        }
-    }
+    const bool raw_rows = Gather::has_raw_rows(p);
+    Gather::first_rows(p, t, w, rowinfo, scalerows, tid);
     __syncthreads();
     Gather::load_q<kHeads>(qs, p, t, h0);
     Gather::load_tile(tiles, scales, rowinfo, scalerows, dummy);

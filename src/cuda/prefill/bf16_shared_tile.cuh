@@ -113,16 +113,10 @@ template <int kHT> struct SharedTile {
         float *mrun = reinterpret_cast<float *>(smem + Cfg::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(smem + Cfg::kAlphaOff);
         const void *dummy = p.q; // any valid global address for zero-filling copies
-        const bool raw_rows = (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) ||
-                              (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
+        const bool raw_rows = Gather::has_raw_rows(p);
 
         // Row addresses of tiles 0 and 1; the running max starts at -inf.
-        if (tid < kTileRows) {
-            for (int i = 0; i < 2 && i < ntiles; i++) {
-                const int e = (first + i) * kTileRows + tid;
-                rowinfo[i * kTileRows + tid] = e < n ? entry_row(p, t, e, n_swa, &scalerows[i * kTileRows + tid]) : 0;
-            }
-        }
+        Gather::first_rows(p, t, w, rowinfo, scalerows, tid);
         if (tid < kHT)
             mrun[tid] = -INFINITY;
         __syncthreads();
