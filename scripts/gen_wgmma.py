@@ -55,6 +55,9 @@ def main():
         "template <int N> struct WgmmaBf16SSTransA;",
         "// A and B from descriptors, BF16, K = 16, B MN-major (transposed); N = 256 only.",
         "template <int N> struct WgmmaBf16SSTransB;",
+        "// A from registers (4 x b32 per thread: BF16 pairs), B from a descriptor, MN-major",
+        "// (transposed); N = 256 only.",
+        "template <int N> struct WgmmaBf16RSTransB;",
     ]
     for n in NS:
         out.append(wrapper("WgmmaFp8SS", n, f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3",
@@ -67,6 +70,8 @@ def main():
                            ['"l"(a)'], "desc", ", 1, 0"))
     out.append(wrapper("WgmmaBf16SSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
                        ['"l"(a)'], "desc", ", 0, 1"))
+    out.append(wrapper("WgmmaBf16RSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+                       ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs", ", 1"))
     out += ["", "}  // namespace smla", ""]
     with open("src/cuda/common/wgmma_ops.cuh", "w") as f:
         f.write("\n".join(out))

@@ -11,6 +11,23 @@
 
 namespace smla {
 
+// Raw chunk j of `row` (16 E4M3 values, stored at BF16 chunk 2j of a tile of `rows` rows)
+// widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
+__device__ inline void widen_chunk(uint8_t *tile, int rows, int row, int j, float scale)
+{
+    uint8_t *at = tile + tile_offset(rows, row, 32 * j);
+    const uint4 v = *reinterpret_cast<const uint4 *>(at);
+    const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+    uint32_t o[8];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
+        o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
+    }
+    *reinterpret_cast<uint4 *>(at) = make_uint4(o[0], o[1], o[2], o[3]);
+    *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
+}
+
 template <int kRows, int kThreads> struct Bf16Gather {
     static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
 
@@ -80,18 +97,7 @@ template <int kRows, int kThreads> struct Bf16Gather {
             const bool ds = (a & kRowDsMla) != 0;
             if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
                 continue;
-            const float scale = ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f;
-            uint8_t *at = tile + tile_offset(kRows, row, 32 * j);
-            const uint4 v = *reinterpret_cast<const uint4 *>(at);
-            const uint32_t w[4] = {v.x, v.y, v.z, v.w};
-            uint32_t o[8];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
-                o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
-            }
-            *reinterpret_cast<uint4 *>(at) = make_uint4(o[0], o[1], o[2], o[3]);
-            *reinterpret_cast<uint4 *>(tile + tile_offset(kRows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
+            widen_chunk(tile, kRows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
         }
     }
 

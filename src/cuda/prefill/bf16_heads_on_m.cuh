@@ -1,16 +1,22 @@
 // SM90 sparse MLA attention, BF16 path for 64-head groups (64 and 128 heads): one CTA
-// computes one token for 64 heads, 64 KV entries (a tile) at a time, with two
-// warpgroups (WGs) sharing each tile and a two-stage gather (the next tile is copied
-// while this one computes).
+// computes one token for 64 heads (wgmma's M), 64 KV entries (a tile) at a time, with
+// three warpgroups (WGs) specialised by role:
 //
-// Heads are on wgmma's M side, as in dense attention, so a head's softmax lives in the
-// four lanes that hold its row: no shared-memory max exchange inside a WG.
-//   S[64 x 32]    = Q[64 x 512] . K_w^T   WG w scores its 32 of the tile's 64 entries
-//   O[64 x 256]  += P[64 x 64] . V_w       WG w owns output dims 256w .. 256w+255; V_w is
-//                                          read with wgmma's transposed-B mode
-// The WGs exchange their 64 row maxima once per tile and share P through shared memory.
-// Each head's arithmetic is fixed (it never depends on the batch or the segmentation),
-// and every token of a 64- or 128-head problem takes this kernel, whatever the batch.
+//   WG 2, the producer: warps 0-1 gather rows with cp.async into two tile buffers (each
+//     in two halves of 256 dims), never waiting for the data; warps 2-3 wait for each
+//     half to land, widen E4M3 / fp8_ds_mla data to BF16 in place, and publish it.
+//   WG 0 takes the even tiles (buffer 0), WG 1 the odd ones (buffer 1), two at a time:
+//     S = Q . K^T for its own tile (m64n64k16, K = 512); then O_half += P . V_half over
+//     BOTH tiles of the pair, WG 0 owning output dims 0-255, WG 1 dims 256-511 (m64n256k16,
+//     V read transposed): its own P from registers, the other WG's P from shared memory.
+//
+// The two WGs agree on one running max per pair of tiles: WG 0 publishes max(m, its tile),
+// WG 1 adds its tile's max and publishes the final value, WG 0 rescales. While one WG does
+// its softmax the other's wgmmas run, and the gather runs ahead of both.
+//
+// Every head's arithmetic is fixed (pairs start at the token's first tile; a missing odd
+// tile is all-invalid), so outputs do not depend on the batch or the segmentation; every
+// 64- or 128-head problem on the BF16 path takes this kernel, whatever the batch.
 #pragma once
 #include <cstdint>
 
@@ -26,109 +32,192 @@ namespace bf16m {
 
 constexpr int kRows = 64;   // KV entries per tile
 constexpr int kHeads = 64;  // heads per CTA: wgmma's M
-constexpr int kThreads = 256;
-constexpr int kStages = 2;
+constexpr int kThreads = 384;
+constexpr int kConsumerRegs = 216, kProducerRegs = 72;
+static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
+
+// Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
+enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers };
 
 struct Layout {
-    static constexpr int kTileBytes = kRows * 1024;
-    static constexpr int kTileOff = 0;
-    static constexpr int kQOff = kStages * kTileBytes;                 // [64 heads][512] BF16
-    static constexpr int kPOff = kQOff + kHeads * 1024;                // [64 heads][64 entries] BF16
-    static constexpr int kRowInfoOff = kPOff + kHeads * kRows * 2;     // 3 x 64 row addresses
-    static constexpr int kScaleRowOff = kRowInfoOff + 3 * kRows * 8;   // 3 x 64 scale-row addresses
-    static constexpr int kScaleOff = kScaleRowOff + 3 * kRows * 8;     // [stage][64 rows][8] UE8M0
-    static constexpr int kMaxOff = kScaleOff + kStages * kRows * 8;    // [2 WGs][64 heads] tile max
-    static constexpr int kSumOff = kMaxOff + 2 * kHeads * 4;           // [2 WGs][64 heads] row sums
-    static constexpr int kRunOff = kSumOff + 2 * kHeads * 4;           // final max [64]
-    static constexpr int kAlphaOff = kRunOff + kHeads * 4;             // final scale [64]
-    static constexpr int kBytes = kAlphaOff + kHeads * 4 + 1024;       // + alignment slack
+    static constexpr int kHalfBytes = kRows * 512;                    // 256 dims of 64 rows
+    static constexpr int kTileBytes = 2 * kHalfBytes;
+    static constexpr int kQOff = 0;                                   // [64 heads][512] BF16
+    static constexpr int kTileOff = kQOff + kHeads * 1024;            // 2 buffers
+    static constexpr int kPOff = kTileOff + 2 * kTileBytes;           // 2 x [64 heads][64] BF16
+    static constexpr int kPBytes = kHeads * kRows * 2;
+    static constexpr int kScaleOff = kPOff + 2 * kPBytes;             // [buf][half][64 rows][8]
+    static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [buf][64] row address + tags
+    static constexpr int kMaxOff = kRowOff + 2 * kRows * 8;           // [64] running max hand-off
+    static constexpr int kSumOff = kMaxOff + kHeads * 4;              // [2 WGs][64] row sums
+    static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;        // [64] max, [64] scale
+    static constexpr int kBarOff = kFinalOff + 2 * kHeads * 4;        // mbarriers
+    static constexpr int kBars = 3 * 4;                               // loaded, ready, free x [buf][half]
+    static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 
-using Gather = Bf16Gather<kRows, kThreads>;
+struct Shared {
+    uint8_t *q, *tiles, *p, *scales;
+    uint64_t *rows;
+    float *max_handoff, *sums, *mfinal, *scale;
+    uint64_t *loaded, *ready, *free_; // [buf * 2 + half]
 
-// Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
-__device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
+    __device__ explicit Shared(uint8_t *smem)
+        : q(smem + Layout::kQOff), tiles(smem + Layout::kTileOff), p(smem + Layout::kPOff),
+          scales(smem + Layout::kScaleOff), rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
+          max_handoff(reinterpret_cast<float *>(smem + Layout::kMaxOff)),
+          sums(reinterpret_cast<float *>(smem + Layout::kSumOff)),
+          mfinal(reinterpret_cast<float *>(smem + Layout::kFinalOff)),
+          scale(reinterpret_cast<float *>(smem + Layout::kFinalOff) + kHeads),
+          loaded(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), ready(loaded + 4), free_(loaded + 8)
+    {
+    }
+    __device__ uint8_t *tile(int buf) const { return tiles + buf * Layout::kTileBytes; }
+    __device__ uint8_t *scale_rows(int buf, int half) const { return scales + (buf * 2 + half) * kRows * 8; }
+};
+
+// The order in which the producer fills (and the consumers take) the four halves of a
+// pair: buffer 0's left half first (WG 0's S starts there), buffer 1's right half, then
+// the two halves the other WG's P . V frees last.
+__device__ constexpr int fill_buf(int f) { return f == 0 || f == 2 ? 0 : 1; }
+__device__ constexpr int fill_half(int f) { return f == 0 || f == 3 ? 0 : 1; }
+
+// ---- producer -------------------------------------------------------------------------
+
+// Warps 0-1 of the producer WG (64 threads): row addresses, then the copies of each half.
+// Warp w copies rows 32w .. 32w+31, one row per step, lane c its 16-byte chunk c.
+__device__ inline void load_rows(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
-    const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
-    WorkItem w;
-    if (!work_item(p, t, h0, kHeads, split, kRows, tid, kThreads, &w))
-        return;
-    const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
-    const bool split_token = w.split;
-
-    uint8_t *smem = align_smem_1024(smem_raw);
-    uint8_t *tiles = smem + Layout::kTileOff;
-    uint8_t *qs = smem + Layout::kQOff;
-    uint8_t *ps = smem + Layout::kPOff;
-    uint64_t *rowinfo = reinterpret_cast<uint64_t *>(smem + Layout::kRowInfoOff);
-    uint64_t *scalerows = reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff);
-    uint8_t *scales = smem + Layout::kScaleOff;
-    float *tile_max = reinterpret_cast<float *>(smem + Layout::kMaxOff);
-    float *sums = reinterpret_cast<float *>(smem + Layout::kSumOff);
-    float *mfinal = reinterpret_cast<float *>(smem + Layout::kRunOff);
-    float *alpha_s = reinterpret_cast<float *>(smem + Layout::kAlphaOff);
-    const void *dummy = p.q; // any valid global address for zero-filling copies
-    const bool raw_rows = Gather::has_raw_rows(p);
-    Gather::first_rows(p, t, w, rowinfo, scalerows, tid);
-    __syncthreads();
-    Gather::load_q<kHeads>(qs, p, t, h0);
-    Gather::load_tile(tiles, scales, rowinfo, scalerows, dummy);
-    cp_async_commit();
-
-    // This thread's accumulator rows (heads) are r0 = 16 warp + lane / 4 and r0 + 8.
-    const int r0 = warp * 16 + lane / 4;
-    float o[128];
+    const int warp = tid / 32, lane = tid % 32;
+    const int pairs = (w.ntiles + 1) / 2;
+    uint64_t row_addr[2] = {0, 0}, scale_addr[2] = {0, 0}; // this thread's row (tid) of tiles 2k, 2k+1
+    for (int k = 0; k < pairs; k++) {
 #pragma unroll
-    for (int i = 0; i < 128; i++)
-        o[i] = 0.f;
-    float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-
-    const uint64_t desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
-    for (int it = 0; it < ntiles; it++) {
-        const int stage = it % kStages;
-        uint8_t *tile = tiles + stage * Layout::kTileBytes;
-        const uint64_t *info = rowinfo + (it % 3) * kRows;
-        cp_async_wait<0>();
-        fence_proxy_async();
-        __syncthreads(); // tile `it` landed; iteration it-1 is finished everywhere
-        if (it + 1 < ntiles) {
-            const int next = (it + 1) % kStages;
-            Gather::load_tile(tiles + next * Layout::kTileBytes, scales + next * kRows * 8,
-                              rowinfo + ((it + 1) % 3) * kRows, scalerows + ((it + 1) % 3) * kRows, dummy);
-            cp_async_commit();
+        for (int f = 0; f < 4; f++) {
+            const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
+            const int tile = 2 * k + buf;
+            mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
+            if (f < 2) { // the first half of each buffer: its rows
+                const int e = (w.first + tile) * kRows + tid;
+                const bool in = tile < w.ntiles && e < w.n;
+                row_addr[buf] = in ? entry_row(p, t, e, w.n_swa, &scale_addr[buf]) : 0;
+                sh.rows[buf * kRows + tid] = row_addr[buf];
+            }
+            uint8_t *dst_tile = sh.tile(buf);
+            uint8_t *dst_scales = sh.scale_rows(buf, half);
+#pragma unroll 4
+            for (int r = 0; r < 32; r++) {
+                const int row = warp * 32 + r;
+                const uint64_t a = __shfl_sync(0xffffffffu, row_addr[buf], r);
+                const uint64_t sa = __shfl_sync(0xffffffffu, scale_addr[buf], r);
+                const uint64_t data = a & ~kRowTags;
+                if (a & kRowE4M3) { // raw chunk j (16 values) at BF16 chunk 2j
+                    const int j = 16 * half + lane;
+                    if (lane < 16)
+                        cp_async16(dst_tile + tile_offset(kRows, row, 32 * j), reinterpret_cast<const void *>(data + 16 * j), 16);
+                } else if (a & kRowDsMla) {
+                    constexpr int kNope = SMLA_DS_MLA_NOPE / 16; // 28 raw chunks, then 8 BF16 RoPE chunks
+                    const int j = 16 * half + lane;
+                    if (lane < 16 && j < kNope)
+                        cp_async16(dst_tile + tile_offset(kRows, row, 32 * j), reinterpret_cast<const void *>(data + 16 * j), 16);
+                    else if (half == 1 && lane >= 16 && lane < 24)
+                        cp_async16(dst_tile + tile_offset(kRows, row, 16 * (2 * kNope + lane - 16)),
+                                   reinterpret_cast<const void *>(data + 16 * (kNope + lane - 16)), 16);
+                    else if (lane == 31)
+                        cp_async8(dst_scales + 8 * row, reinterpret_cast<const void *>(sa), 8);
+                } else { // BF16 row, or zero fill
+                    const int c = 32 * half + lane;
+                    cp_async16(dst_tile + tile_offset(kRows, row, 16 * c), a ? reinterpret_cast<const void *>(data + 16 * c) : p.q,
+                               a ? 16 : 0);
+                }
+            }
+            mbar_arrive_cp_async(&sh.loaded[slot]); // when this thread's copies land
+            mbar_arrive(&sh.loaded[slot]);          // its row address is in shared memory
         }
-        // The slot ids of tile it+2 are loaded now; their addresses are stored at the end.
-        const int e_next = (first + it + 2) * kRows + tid;
-        const bool has_next = tid < kRows && it + 2 < ntiles && e_next < n;
-        const EntrySlot next_slot = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
-        if (raw_rows) {
-            Gather::dequant_tile(tile, scales + stage * kRows * 8, info);
+    }
+    cp_async_wait<0>(); // no copy outlives its thread
+}
+
+// Warps 2-3 of the producer WG (64 threads): each half, once landed, widened and published.
+// Two rows per warp instruction (four lanes each on 4 consecutive raw chunks of row r and
+// of row r + 1), so the 16-byte accesses fall on 8 distinct bank groups per phase.
+__device__ inline void publish_rows(const Shared &sh, const WorkItem &w, int tid)
+{
+    const int warp = tid / 32, lane = tid % 32;
+    const int pairs = (w.ntiles + 1) / 2;
+    for (int k = 0; k < pairs; k++) {
+#pragma unroll
+        for (int f = 0; f < 4; f++) {
+            const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
+            mbar_wait(&sh.loaded[slot], k & 1);
+            uint8_t *tile = sh.tile(buf);
+            const uint8_t *scales = sh.scale_rows(buf, half);
+#pragma unroll 4
+            for (int i = 0; i < 16; i++) {
+                const int row = warp * 32 + 2 * i + (lane / 4) % 2;
+                const int j = 16 * half + (lane / 8) * 4 + lane % 4;
+                const uint64_t a = sh.rows[buf * kRows + row];
+                const bool ds = (a & kRowDsMla) != 0;
+                if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
+                    continue;
+                widen_chunk(tile, kRows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+            }
             fence_proxy_async();
-            __syncthreads();
+            mbar_arrive(&sh.ready[slot]);
         }
+    }
+}
 
-        // S = Q . K_w^T over K = 512 in steps of 16; K_w is rows 32w .. 32w+31 of the tile.
-        float s[16];
-        {
-            const uint64_t desc_k = desc_sw128(tile + wg * 32 * 128, 0);
+// ---- consumers ------------------------------------------------------------------------
+
+// A-operand fragment of k-step `st` (entries 16st .. 16st+15) from S accumulator registers
+// (m64n64 layout): the registers of columns 16st .. 16st+15, as BF16 pairs.
+__device__ __forceinline__ uint4 p_fragment(const float (&s)[32], int st)
+{
+    uint32_t r[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * st + 2 * i], s[8 * st + 2 * i + 1]);
+        r[i] = *reinterpret_cast<const uint32_t *>(&b);
+    }
+    return make_uint4(r[0], r[1], r[2], r[3]);
+}
+
+struct Consumer {
+    const AttentionParams &p;
+    const Shared &sh;
+    int wg, tid, warp, lane, r0; // r0: this thread's first accumulator row (head); r0 + 8 the other
+
+    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims; waits for both halves.
+    __device__ void score(float (&s)[32], int buf, int k) const
+    {
+        const int first_half = wg == 0 ? 0 : 1; // the order the producer fills them in
+        const uint64_t desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.tile(buf), 0);
+        for (int n = 0; n < 2; n++) {
+            const int half = n == 0 ? first_half : 1 - first_half;
+            mbar_wait(&sh.ready[buf * 2 + half], k & 1);
+            fence_proxy_async();
             wgmma_fence();
 #pragma unroll
-            for (int ks = 0; ks < 32; ks++) {
-                const uint32_t off = (ks / 4) * (kRows * 128) + (ks % 4) * 32;
-                WgmmaBf16SS<32>::run(s, desc_q + ((ks / 4) * (kHeads * 128) + (ks % 4) * 32) / 16, desc_k + off / 16,
-                                     ks > 0);
+            for (int ks = 0; ks < 16; ks++) {
+                const int step = 16 * half + ks; // k16 step over the 512 dims
+                WgmmaBf16SS<64>::run(s, desc_q + ((step / 4) * (kHeads * 128) + (step % 4) * 32) / 16,
+                                     desc_k + ((step / 4) * (kRows * 128) + (step % 4) * 32) / 16, n > 0 || ks > 0);
             }
             wgmma_commit();
-            wgmma_wait<0>();
-            fence_regs(s);
         }
+        wgmma_wait<0>();
+        fence_regs(s);
+    }
 
-        // Scores in log2 units, masked entries -inf; this WG's max of rows r0, r0 + 8.
-        float mx[2] = {-INFINITY, -INFINITY};
+    // Scores in log2 units, invalid entries -inf; the max of rows r0, r0 + 8 over the tile.
+    __device__ void mask_and_max(float (&s)[32], int buf, float (&mx)[2]) const
+    {
+        mx[0] = mx[1] = -INFINITY;
 #pragma unroll
-        for (int i = 0; i < 16; i++) {
-            const bool valid = info[wg * 32 + acc_col(i, lane)] != 0;
+        for (int i = 0; i < 32; i++) {
+            const bool valid = sh.rows[buf * kRows + acc_col(i, lane)] != 0;
             s[i] = valid ? s[i] * p.scale_log2 : -INFINITY;
             mx[(i % 4) / 2] = fmaxf(mx[(i % 4) / 2], s[i]);
         }
@@ -137,95 +226,246 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
             mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
         }
-        if (lane % 4 == 0) {
-            tile_max[wg * kHeads + r0] = mx[0];
-            tile_max[wg * kHeads + r0 + 8] = mx[1];
-        }
-        __syncthreads();
+    }
 
-        // Both WGs derive the same running max from the same two values, in the same order.
-        float alpha[2];
+    // P = exp2(s - m) in place; returns the row sums of this tile.
+    __device__ void exponentiate(float (&s)[32], const float (&m)[2], float (&rs)[2]) const
+    {
+        rs[0] = rs[1] = 0.f;
 #pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const int row = r0 + 8 * r;
-            const float m_new = fmaxf(m_run[r], fmaxf(tile_max[row], tile_max[kHeads + row]));
-            alpha[r] = m_new == -INFINITY ? 1.f : fast_exp2(m_run[r] - m_new);
-            m_run[r] = m_new;
-        }
-        // P = exp2(s - m), this WG's part of the row sums, P to shared memory as BF16
-        // ([64 heads][64 entries], the A operand of P.V).
-        float rs[2] = {0.f, 0.f};
-#pragma unroll
-        for (int i = 0; i < 16; i += 2) {
+        for (int i = 0; i < 32; i++) {
             const int r = (i % 4) / 2;
-            const float m_use = m_run[r] == -INFINITY ? 0.f : m_run[r];
-            const float p0 = fast_exp2(s[i] - m_use), p1 = fast_exp2(s[i + 1] - m_use);
-            rs[r] += p0 + p1;
-            const __nv_bfloat162 b = __floats2bfloat162_rn(p0, p1);
-            *reinterpret_cast<__nv_bfloat162 *>(ps + tile_offset(kHeads, r0 + 8 * r, (wg * 32 + acc_col(i, lane)) * 2)) = b;
+            s[i] = fast_exp2(s[i] - (m[r] == -INFINITY ? 0.f : m[r]));
+            rs[r] += s[i];
         }
-#pragma unroll
-        for (int r = 0; r < 2; r++)
-            l[r] = l[r] * alpha[r] + rs[r];
-        fence_proxy_async();
-        __syncthreads();
+    }
 
-        // Once the running max settles, alpha is 1 for every row of the warp.
-        if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
+    // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
+    __device__ void store_p(const float (&s)[32], int buf) const
+    {
+        uint8_t *ps = sh.p + buf * Layout::kPBytes;
+#pragma unroll
+        for (int i = 0; i < 32; i += 2) {
+            const __nv_bfloat162 b = __floats2bfloat162_rn(s[i], s[i + 1]);
+            *reinterpret_cast<__nv_bfloat162 *>(ps + tile_offset(kHeads, r0 + 8 * ((i % 4) / 2), acc_col(i, lane) * 2)) = b;
+        }
+        fence_proxy_async();
+    }
+
+    // O += P . V over buffer `buf`, this WG's 256 dims; P from registers (fragments that
+    // must stay untouched until the wgmmas complete: see keep_until_done) or from the
+    // shared copy of the other WG.
+    __device__ void accumulate_own(float (&o)[128], const uint4 (&pf)[4], int buf) const
+    {
+        const uint64_t desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
+        wgmma_fence();
+#pragma unroll
+        for (int st = 0; st < 4; st++)
+            WgmmaBf16RSTransB<256>::run(o, pf[st], desc_v + (st * 16 * 128) / 16, 1);
+        wgmma_commit();
+    }
+    // The wgmmas read their register operands asynchronously: this keeps the compiler
+    // from reusing those registers before the wait that ends them.
+    __device__ static void keep_until_done(const uint4 (&pf)[4])
+    {
+#pragma unroll
+        for (int st = 0; st < 4; st++)
+            asm volatile("" ::"r"(pf[st].x), "r"(pf[st].y), "r"(pf[st].z), "r"(pf[st].w));
+    }
+    __device__ void accumulate_other(float (&o)[128], int buf) const
+    {
+        const uint64_t desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
+        const uint64_t desc_p = desc_sw128(sh.p + buf * Layout::kPBytes, 0);
+        wgmma_fence();
+#pragma unroll
+        for (int st = 0; st < 4; st++)
+            WgmmaBf16SSTransB<256>::run(o, desc_p + (st * 32) / 16, desc_v + (st * 16 * 128) / 16, 1);
+        wgmma_commit();
+    }
+
+    __device__ static void rescale(float (&o)[128], const float (&f)[2])
+    {
+        if (__any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) {
 #pragma unroll
             for (int i = 0; i < 128; i++)
-                o[i] *= alpha[(i % 4) / 2];
+                o[i] *= f[(i % 4) / 2];
         }
-        // O += P . V_w: K = 64 entries in steps of 16; V_w is dims 256w.. of the tile, whose
-        // 64-dim blocks are kRows * 128 bytes apart (the LBO of an MN-major operand).
-        {
-            const uint64_t desc_v = desc_sw128(tile + 4 * wg * (kRows * 128), kRows * 128);
-            wgmma_fence();
-#pragma unroll
-            for (int step = 0; step < 4; step++)
-                WgmmaBf16SSTransB<256>::run(o, desc_p + (step * 32) / 16, desc_v + (step * 16 * 128) / 16, 1);
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_regs(o);
-        }
-
-        if (tid < kRows && it + 2 < ntiles)
-            rowinfo[((it + 2) % 3) * kRows + tid] = slot_row(p, next_slot, &scalerows[((it + 2) % 3) * kRows + tid]);
     }
 
-    // Row sums over the quad and the two WGs; final scale; LSE.
+    __device__ void run(const WorkItem &w, int64_t t, int h0, int split) const
+    {
+        float o[128];
 #pragma unroll
-    for (int r = 0; r < 2; r++) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
-    if (lane % 4 == 0) {
-        sums[wg * kHeads + r0] = l[0];
-        sums[wg * kHeads + r0 + 8] = l[1];
-        if (wg == 0) {
-            mfinal[r0] = m_run[0];
-            mfinal[r0 + 8] = m_run[1];
+        for (int i = 0; i < 128; i++)
+            o[i] = 0.f;
+        float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+        const int pairs = (w.ntiles + 1) / 2;
+        const int own = wg, other = 1 - wg; // buffers
+        for (int k = 0; k < pairs; k++) {
+            float s[32], mx[2], m[2], rs[2], f[2];
+            score(s, own, k);
+            mask_and_max(s, own, mx);
+            if (wg == 0) {
+                // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    m[r] = fmaxf(m_run[r], mx[r]);
+                    f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
+                }
+                __syncwarp(); // the quad read last pair's final value
+                if (lane % 4 == 0) {
+                    sh.max_handoff[r0] = m[0];
+                    sh.max_handoff[r0 + 8] = m[1];
+                }
+                named_arrive(kMax0Ready, 256);
+                exponentiate(s, m, rs);
+                rescale(o, f);
+                uint4 pf[4];
+#pragma unroll
+                for (int st = 0; st < 4; st++)
+                    pf[st] = p_fragment(s, st);
+                accumulate_own(o, pf, own);
+                // The final max from WG 1: P, O and l move to it.
+                named_barrier(kMax1Ready, 256);
+                float g[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const float m_final = sh.max_handoff[r0 + 8 * r];
+                    g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
+                    l[r] = (l[r] * f[r] + rs[r]) * g[r];
+                    m_run[r] = m_final;
+                }
+#pragma unroll
+                for (int i = 0; i < 32; i++)
+                    s[i] *= g[(i % 4) / 2];
+                store_p(s, own);
+                named_arrive(kP0Ready, 256);
+                wgmma_wait<0>();
+                fence_regs(o);
+                keep_until_done(pf);
+                mbar_arrive(&sh.free_[own * 2 + 0]); // buffer 0, left half: S and P . V done
+                rescale(o, g);
+                named_barrier(kP1Ready, 256);
+                accumulate_other(o, other);
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+            } else {
+                // The final max: WG 0's value (m and its tile) with this tile's.
+                named_barrier(kMax0Ready, 256);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    m[r] = fmaxf(sh.max_handoff[r0 + 8 * r], mx[r]);
+                    f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
+                }
+                __syncwarp(); // the quad (the only readers of these rows) has read WG 0's value
+                if (lane % 4 == 0) {
+                    sh.max_handoff[r0] = m[0];
+                    sh.max_handoff[r0 + 8] = m[1];
+                }
+                named_arrive(kMax1Ready, 256);
+                exponentiate(s, m, rs);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    l[r] = l[r] * f[r] + rs[r];
+                    m_run[r] = m[r];
+                }
+                rescale(o, f);
+                uint4 pf[4];
+#pragma unroll
+                for (int st = 0; st < 4; st++)
+                    pf[st] = p_fragment(s, st);
+                accumulate_own(o, pf, own);
+                store_p(s, own);
+                named_arrive(kP1Ready, 256);
+                named_barrier(kP0Ready, 256);
+                accumulate_other(o, other);
+                wgmma_wait<1>();
+                fence_regs(o);
+                keep_until_done(pf);
+                mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
+            }
         }
+        finish(o, m_run, l, t, h0, split, w.split);
+    }
+
+    // Row sums over the quad and both WGs; final scale or partials; this WG's 256 dims.
+    __device__ void finish(float (&o)[128], const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
+                           bool split_token) const
+    {
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        }
+        if (lane % 4 == 0) {
+            sh.sums[wg * kHeads + r0] = l[0];
+            sh.sums[wg * kHeads + r0 + 8] = l[1];
+            if (wg == 0) {
+                sh.mfinal[r0] = m_run[0];
+                sh.mfinal[r0 + 8] = m_run[1];
+            }
+        }
+        named_barrier(kConsumers, 256);
+        if (tid < kHeads)
+            finish_head(p, t, h0, tid, split, split_token, sh.mfinal[tid], sh.sums, 2, kHeads, 1.f, sh.scale);
+        named_barrier(kConsumers, 256);
+        const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
+#pragma unroll
+        for (int i = 0; i < 128; i += 2) {
+            const int r = (i % 4) / 2, head = r0 + 8 * r, d = 256 * wg + acc_col(i, lane);
+            const float v0 = o[i] * f[r], v1 = o[i + 1] * f[r];
+            if (split_token) {
+                *reinterpret_cast<float2 *>(p.partial_o + partial_index(p, t, h0 + head, split) * 512 + d) =
+                    make_float2(v0, v1);
+            } else {
+                const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
+                *reinterpret_cast<__nv_bfloat162 *>(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512 + d) = b;
+            }
+        }
+    }
+};
+
+// Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
+__device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
+{
+    const int tid = threadIdx.x, wg = tid / 128;
+    WorkItem w;
+    // The consumer threads write an empty token's output; all threads agree on the result.
+    if (!work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, &w))
+        return;
+    const Shared sh(align_smem_1024(smem_raw));
+    if (tid == 0) {
+        for (int i = 0; i < 4; i++) {
+            mbar_init(&sh.loaded[i], 128); // 64 copy completions + 64 row-address arrivals
+            mbar_init(&sh.ready[i], 64);
+            mbar_init(&sh.free_[i], 128);
+        }
+        mbar_init_fence();
     }
     __syncthreads();
-    if (tid < kHeads)
-        finish_head(p, t, h0, tid, split, split_token, mfinal[tid], sums, 2, kHeads, 1.f, alpha_s);
-    __syncthreads();
-
-    // Output (BF16) or, for a split, the partial sum (FP32): registers i, i+1 are two
-    // neighbouring dims of one head.
-    const float f[2] = {alpha_s[r0], alpha_s[r0 + 8]};
-#pragma unroll
-    for (int i = 0; i < 128; i += 2) {
-        const int r = (i % 4) / 2, head = r0 + 8 * r, d = 256 * wg + acc_col(i, lane);
-        const float v0 = o[i] * f[r], v1 = o[i + 1] * f[r];
-        if (split_token) {
-            *reinterpret_cast<float2 *>(p.partial_o + partial_index(p, t, h0 + head, split) * 512 + d) = make_float2(v0, v1);
-        } else {
-            const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
-            *reinterpret_cast<__nv_bfloat162 *>(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512 + d) = b;
-        }
+    if (wg == 2) {
+        regs_decrease<kProducerRegs>();
+        const int ptid = tid - 256;
+        if (ptid < 64)
+            load_rows(p, sh, w, t, ptid);
+        else
+            publish_rows(sh, w, ptid - 64);
+        return;
     }
+    regs_increase<kConsumerRegs>();
+    // Q for both consumer WGs.
+    Bf16Gather<kRows, 256>::load_q<kHeads>(sh.q, p, t, h0);
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_barrier(kConsumers, 256);
+    const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
+    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4};
+    c.run(w, t, h0, split);
 }
 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
