@@ -12,7 +12,7 @@
 #     profile   ncu on one launch of each attention kernel family (FP8 and BF16 at 64
 #               heads, FP8 at 16): speed of light, memory, warp states, instructions
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
-#               presets and the BF16 flashmla-shapes (the BF16 path's regression check)
+#               presets, the BF16 flashmla-shapes and the gather ceilings (bench_gather)
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -49,7 +49,7 @@ step() {
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/gpu.txt" 2>&1
 step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan || {
+    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan bench_gather || {
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
 smla=$build/smla
 # A small `smla check` first: a broken kernel stops the run here, in seconds.
@@ -102,6 +102,7 @@ full)
     step bench_staging "$smla" bench --staging --json "$out/bench_staging.json"
     step bench_staging_bf16 "$smla" bench --staging --q bf16 --json "$out/bench_staging_bf16.json"
     step bench_plan "$build/bench/bench_plan"
+    step bench_gather "$build/bench/bench_gather"
     ;;
 quick)
     step check "$smla" check
@@ -115,6 +116,7 @@ dsmla)
     step bench_staging_bf16 "$smla" bench --staging --q bf16 --json "$out/bench_staging_bf16.json"
     step bench_decode "$smla" bench --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --json "$out/bench_decode.json"
     step bench_bf16 "$smla" bench --preset flashmla-shapes --q bf16 --kv bf16 --json "$out/bench_bf16.json"
+    step bench_gather "$build/bench/bench_gather"
     ;;
 soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
