@@ -171,17 +171,20 @@ __device__ inline void publish_rows(const Shared &sh, const WorkItem &w, int tid
 
 // ---- consumers ------------------------------------------------------------------------
 
-// A-operand fragment of k-step `st` (entries 16st .. 16st+15) from S accumulator registers
-// (m64n64 layout): the registers of columns 16st .. 16st+15, as BF16 pairs.
-__device__ __forceinline__ uint4 p_fragment(const float (&s)[32], int st)
+// A-operand fragments of the four k-steps of P . V from S accumulator registers (m64n64
+// layout): k-step st (entries 16st .. 16st+15) is registers 8st .. 8st+7, as BF16 pairs.
+__device__ __forceinline__ void p_fragments(const float (&s)[32], uint4 (&pf)[4])
 {
-    uint32_t r[4];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-        const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * st + 2 * i], s[8 * st + 2 * i + 1]);
-        r[i] = *reinterpret_cast<const uint32_t *>(&b);
+    for (int st = 0; st < 4; st++) {
+        uint32_t r[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * st + 2 * i], s[8 * st + 2 * i + 1]);
+            r[i] = *reinterpret_cast<const uint32_t *>(&b);
+        }
+        pf[st] = make_uint4(r[0], r[1], r[2], r[3]);
     }
-    return make_uint4(r[0], r[1], r[2], r[3]);
 }
 
 struct Consumer {
@@ -321,9 +324,7 @@ struct Consumer {
                 exponentiate(s, m, rs);
                 rescale(o, f);
                 uint4 pf[4];
-#pragma unroll
-                for (int st = 0; st < 4; st++)
-                    pf[st] = p_fragment(s, st);
+                p_fragments(s, pf);
                 accumulate_own(o, pf, own);
                 // The final max from WG 1: P, O and l move to it.
                 named_barrier(kMax1Ready, 256);
@@ -372,9 +373,7 @@ struct Consumer {
                 }
                 rescale(o, f);
                 uint4 pf[4];
-#pragma unroll
-                for (int st = 0; st < 4; st++)
-                    pf[st] = p_fragment(s, st);
+                p_fragments(s, pf);
                 accumulate_own(o, pf, own);
                 store_p(s, own);
                 named_arrive(kP1Ready, 256);
