@@ -116,6 +116,9 @@ dsmla)
     step bench_staging_bf16 "$smla" bench --staging --q bf16 --json "$out/bench_staging_bf16.json"
     step bench_decode "$smla" bench --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --json "$out/bench_decode.json"
     step bench_bf16 "$smla" bench --preset flashmla-shapes --q bf16 --kv bf16 --json "$out/bench_bf16.json"
+    # fp8 rows through the BF16 path (widened) against the FP8 path, same shapes.
+    step bench_fp8kv_bf16q "$smla" bench --preset flashmla-shapes --q bf16 --kv fp8 --json "$out/bench_fp8kv_bf16q.json"
+    step bench_fp8kv_fp8q "$smla" bench --preset flashmla-shapes --q fp8 --kv fp8 --json "$out/bench_fp8kv_fp8q.json"
     step bench_gather "$build/bench/bench_gather"
     ;;
 soak)
