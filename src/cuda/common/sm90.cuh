@@ -102,22 +102,20 @@ __device__ __forceinline__ void mbar_arrive_cp_async(uint64_t *bar)
 // counts its parity-1 phase as completed, so a producer starts waiting with parity 1.
 // A wait that lasts 2^31 polls (far beyond any memory latency) means a broken pipeline:
 // it traps, so the launch fails with an error instead of hanging the stream.
-__device__ __forceinline__ bool mbar_test(uint64_t *bar, uint32_t parity)
-{
-    uint32_t done;
-    asm volatile("{\n.reg .pred p;\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(smem_addr(bar)), "r"(parity)
-                 : "memory");
-    return done != 0;
-}
 __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
 {
-    for (uint32_t polls = 0; !mbar_test(bar, parity); polls++)
-        if (polls == 0x80000000u)
-            __trap();
+    asm volatile("{\n.reg .pred done;\n.reg .u32 polls;\n"
+                 "mov.u32 polls, 0;\n"
+                 "wait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@done bra end_%=;\n"
+                 "add.u32 polls, polls, 1;\n"
+                 "setp.eq.u32 done, polls, 0x80000000;\n"
+                 "@!done bra wait_%=;\n"
+                 "trap;\n"
+                 "end_%=:\n}\n" ::"r"(smem_addr(bar)),
+                 "r"(parity)
+                 : "memory");
 }
 
 // Named barrier halves: arrive without waiting / wait for `threads` arrivals.
