@@ -1,8 +1,10 @@
 // SM90 sparse MLA attention, FP8 path (E4M3 queries, `fp8` caches): every warpgroup (WG)
-// works alone on one token and kHT (8..32) of its heads, 64 KV entries (a tile) at a time;
-// a CTA holds kWGs such WGs. Heads are independent, so WGs never wait for each other:
-// each gathers its own tiles (WGs of one token read the same rows, which stay in L2),
-// keeps its own softmax and synchronises only its 128 threads.
+// computes one token and kHT (8..32) of its heads, 64 KV entries (a tile) at a time; a
+// CTA holds kWGs such WGs. Heads are independent: each WG keeps its own softmax and
+// synchronises only its 128 threads, except for the tiles. When the token has an even
+// number of head groups, the CTA's two WGs take two groups of one token and share its
+// tiles (each copies half of every tile, four stages); otherwise each WG gathers its own
+// (two stages).
 //
 //   S^T[64 x HT]  = K[64 x 512] . Q^T     FP8 wgmma, both operands in shared memory
 //   O^T[512 x HT] += V^T[512 x 64] . P^T  FP8 wgmma, V^T fragments built in registers
@@ -36,25 +38,38 @@ constexpr int kRows = 64;          // KV entries per tile
 constexpr int kWGThreads = 128;
 constexpr float kPScale = 256.0f;
 
-template <int kHT> struct Layout { // one WG's shared memory
-    static constexpr int kStages = 2;
+// Shared memory. Tiles and their row addresses belong to the WG, or, when the CTA's two
+// WGs work on one token (kShared: two head groups of it), to the CTA: each WG then copies
+// half of every tile's rows, each row is fetched once for both, and the memory saved
+// holds four stages instead of two.
+template <int kHT, bool kShared> struct Layout {
+    static constexpr int kStages = kShared ? 4 : 2;
     static constexpr int kTileBytes = kRows * 512;
+    static constexpr int kRowSlots = kStages + 1;                   // row-address ring
+    static constexpr int kTilesBytes = (kStages * kTileBytes + kRowSlots * kRows * 8 + 1023) / 1024 * 1024;
+    static constexpr int kRowInfoOff = kStages * kTileBytes;        // within the tiles' part
+    // One WG's own part.
     static constexpr int kQBytes = kHT * 512;
     static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
-    static constexpr int kTileOff = 0;
-    static constexpr int kQOff = kStages * kTileBytes;
+    static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
-    static constexpr int kRowInfoOff = kPOff + 2 * kPPlane;        // 3 x 64 row addresses
-    static constexpr int kColOff = kRowInfoOff + 3 * kRows * 8;   // [2 tiles][4 warps][HT]
+    static constexpr int kColOff = kPOff + 2 * kPPlane;            // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
-    static constexpr int kBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
+    static constexpr int kOwnBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
+    static constexpr int kWGBytes = kShared ? kOwnBytes : kTilesBytes + kOwnBytes;
 };
 
-// WGs per CTA: as many as shared memory holds (three only with 8 heads).
+// WGs per CTA: as many as shared memory holds (three only with 8 heads, never shared).
 template <int kHT> constexpr int wgs_per_cta() { return kHT >= 16 ? 2 : 3; }
-template <int kHT> constexpr int smem_bytes() { return wgs_per_cta<kHT>() * Layout<kHT>::kBytes + 1024; }
-static_assert(smem_bytes<8>() <= 227 * 1024 && smem_bytes<16>() <= 227 * 1024 && smem_bytes<32>() <= 227 * 1024,
+template <int kHT, bool kShared> constexpr int smem_bytes()
+{
+    using L = Layout<kHT, kShared>;
+    return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kHT>() * L::kWGBytes + 1024;
+}
+static_assert(smem_bytes<8, false>() <= 227 * 1024 && smem_bytes<16, false>() <= 227 * 1024 &&
+                  smem_bytes<32, false>() <= 227 * 1024 && smem_bytes<16, true>() <= 227 * 1024 &&
+                  smem_bytes<32, true>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Position in the O^T wgmma's K order of tile row r (see the header comment).
@@ -64,8 +79,9 @@ __device__ __forceinline__ int k_of_row(int r)
     return step * 32 + (rr & 1) * 16 + (rr / 2) * 4 + i;
 }
 
-template <int kHT> struct TokenWG {
-    using L = Layout<kHT>;
+template <int kHT, bool kShared> struct TokenWG {
+    using L = Layout<kHT, kShared>;
+    static constexpr int kMine = kShared ? kRows / 2 : kRows; // rows of each tile this WG copies
     static constexpr int kSReg = kHT / 2;            // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;            // heads per thread
     // Latency, not arithmetic, bounds a WG: few waits per tile. Registers decide how many
@@ -77,23 +93,34 @@ template <int kHT> struct TokenWG {
     static constexpr int kGroupsPerWait = kHT >= 32 ? 4 : 8; // of the tile's 8 groups
 
     const AttentionParams &p;
-    uint8_t *smem;
+    uint8_t *tiles; // the tiles, then the row-address ring (the CTA's when kShared)
+    uint8_t *own;   // this WG's Q, P, column buffers
     int wg, tid, warp, lane;
 
     __device__ void sync() const { named_barrier(1 + wg, kWGThreads); }
+    // Tile hand-off: every WG that copies rows of the tiles takes part.
+    __device__ void tile_sync() const
+    {
+        if (kShared)
+            named_barrier(4, 2 * kWGThreads);
+        else
+            sync();
+    }
+    __device__ int row0() const { return kShared ? wg * kMine : 0; } // first row this WG copies
 
-    // Warp w copies rows w + 4k, lane c its 16-byte chunk c: the swizzle (row % 8) takes
-    // two values, w and w + 4, so two precomputed offsets serve all 16 rows.
+    // Warp w copies rows row0 + w + 4k of this WG's share, lane c its 16-byte chunk c: the
+    // swizzle (row % 8) takes two values, w and w + 4 (row0 is 0 or 32), so two
+    // precomputed offsets serve all rows.
     __device__ void load_tile(uint8_t *tile, const uint64_t *info) const
     {
-        const int c = lane;
+        const int c = lane, r0 = row0();
         uint8_t *dst[2];
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            dst[h] = tile + (c / 8) * (kRows * 128) + (warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
+            dst[h] = tile + (c / 8) * (kRows * 128) + (r0 + warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
 #pragma unroll
-        for (int k = 0; k < 16; k++) {
-            const uint64_t a = info[warp + 4 * k] & ~kRowTags; // all rows are E4M3 here
+        for (int k = 0; k < kMine / 4; k++) {
+            const uint64_t a = info[r0 + warp + 4 * k] & ~kRowTags; // all rows are E4M3 here
             const void *src = a ? reinterpret_cast<const void *>(a + c * 16) : p.q;
             cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a ? 16 : 0);
         }
@@ -188,28 +215,34 @@ template <int kHT> struct TokenWG {
         const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
         const bool split_token = w.split;
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
-        uint8_t *tiles = smem + L::kTileOff;
-        uint8_t *qs = smem + L::kQOff;
-        uint8_t *ps = smem + L::kPOff;
-        uint64_t *rowinfo = reinterpret_cast<uint64_t *>(smem + L::kRowInfoOff);
-        float *colbuf = reinterpret_cast<float *>(smem + L::kColOff);
-        float *mrun = reinterpret_cast<float *>(smem + L::kMaxOff);
-        float *alpha_s = reinterpret_cast<float *>(smem + L::kAlphaOff);
+        uint8_t *qs = own + L::kQOff;
+        uint8_t *ps = own + L::kPOff;
+        uint64_t *rowinfo = reinterpret_cast<uint64_t *>(tiles + L::kRowInfoOff);
+        float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
+        float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
+        float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
+        constexpr int kStages = L::kStages, kSlots = L::kRowSlots;
+        const int r0 = row0();
 
         const uint64_t desc_tiles = desc_sw128(tiles, 0), desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
 
-        // Row addresses of tiles 0 and 1; the running max starts at -inf.
-        for (int i = 0; i < 2 && i < ntiles; i++) {
-            const int e = (first + i) * kRows + (tid % kRows);
-            if (tid < kRows)
-                rowinfo[i * kRows + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
+        // Row addresses (this WG's share) of the first kStages tiles; the gather of the first
+        // kStages - 1, one cp.async group each (Q joins the first). One group is committed
+        // per tile, empty or not, so that "tile it landed" is always the same wait.
+        for (int i = 0; i < kStages && i < ntiles; i++) {
+            const int e = (first + i) * kRows + r0 + tid;
+            if (tid < kMine)
+                rowinfo[i * kRows + r0 + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
         }
-        sync();
+        tile_sync();
         const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
         for (int c = tid; c < kHT * 32; c += kWGThreads)
             cp_async16(qs + tile_offset(kHT, c / 32, (c % 32) * 16), qsrc + (c / 32) * 512 + (c % 32) * 16, 16);
-        load_tile(tiles, rowinfo);
-        cp_async_commit();
+        for (int i = 0; i < kStages - 1; i++) {
+            if (i < ntiles)
+                load_tile(tiles + i * L::kTileBytes, rowinfo + i * kRows);
+            cp_async_commit();
+        }
 
         float o[8][kSReg];
 #pragma unroll
@@ -225,22 +258,24 @@ template <int kHT> struct TokenWG {
         }
 
         for (int it = 0; it < ntiles; it++) {
-            const uint8_t *tile = tiles + (it % 2) * L::kTileBytes;
-            const uint64_t *info = rowinfo + (it % 3) * kRows;
-            cp_async_wait<0>();
+            const int stage = it % kStages;
+            const uint8_t *tile = tiles + stage * L::kTileBytes;
+            const uint64_t *info = rowinfo + (it % kSlots) * kRows;
+            cp_async_wait<kStages - 2>();
             fence_proxy_async();
-            sync(); // tile `it` landed; iteration it-1 is finished everywhere in the WG
-            if (it + 1 < ntiles) {
-                load_tile(tiles + ((it + 1) % 2) * L::kTileBytes, rowinfo + ((it + 1) % 3) * kRows);
-                cp_async_commit();
-            }
-            // The slot ids of tile it+2 are loaded now; their addresses are stored at the end.
-            const int e_next = (first + it + 2) * kRows + tid;
-            const bool has_next = tid < kRows && it + 2 < ntiles && e_next < n;
+            tile_sync(); // tile `it` landed; iteration it-1 is finished by every WG that reads it
+            // Tile it + kStages - 1 into the stage tile it-1 used.
+            const int ahead = it + kStages - 1;
+            if (ahead < ntiles)
+                load_tile(tiles + (ahead % kStages) * L::kTileBytes, rowinfo + (ahead % kSlots) * kRows);
+            cp_async_commit();
+            // The slot ids of tile it + kStages are loaded now; their addresses are stored at the end.
+            const int e_next = (first + it + kStages) * kRows + r0 + tid;
+            const bool has_next = tid < kMine && it + kStages < ntiles && e_next < n;
             const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
-            score(s, desc_tiles + (it % 2) * (L::kTileBytes / 16), desc_q);
+            score(s, desc_tiles + stage * (L::kTileBytes / 16), desc_q);
 
             // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
             const int r_lo = warp * 16 + lane / 4;
@@ -305,8 +340,8 @@ template <int kHT> struct TokenWG {
                         o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
             }
             accumulate(o, tile, desc_p);
-            if (tid < kRows && it + 2 < ntiles)
-                rowinfo[((it + 2) % 3) * kRows + tid] = slot_row(p, next);
+            if (tid < kMine && it + kStages < ntiles)
+                rowinfo[((it + kStages) % kSlots) * kRows + r0 + tid] = slot_row(p, next);
         }
 
         // Row sums over the lanes and warps holding each column; final scale; LSE.
@@ -351,22 +386,34 @@ template <int kHT> struct TokenWG {
     }
 };
 
-// Work item i = ((token, head group), split): a CTA takes kWGs consecutive items, so the
-// WGs of one token run side by side and share its rows through L2.
-template <int kHT>
+// Unshared: work item i = ((token, head group), split), a CTA takes kWGs consecutive
+// items, so the WGs of one token run side by side and share its rows through L2.
+// Shared: CTA i = ((token, pair of head groups), split), WG w the pair's group w.
+template <int kHT, bool kShared>
 __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(const __grid_constant__ AttentionParams p)
 {
+    using L = Layout<kHT, kShared>;
+    static_assert(!kShared || wgs_per_cta<kHT>() == 2, "a shared CTA is two WGs of one token");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
-    const int wg = threadIdx.x / kWGThreads;
+    const int wg = threadIdx.x / kWGThreads, tid = threadIdx.x % kWGThreads;
     const int groups = p.num_heads / kHT;
-    const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT>() + wg;
-    if (item >= p.num_tokens * groups * p.splits)
-        return;
-    const int tid = threadIdx.x % kWGThreads;
-    const TokenWG<kHT> w{p, smem + wg * Layout<kHT>::kBytes, wg, tid, tid / 32, tid % 32};
-    const int64_t token_group = item / p.splits;
-    w.run(token_group / groups, static_cast<int>(token_group % groups) * kHT, static_cast<int>(item % p.splits));
+    int64_t token_group, split;
+    if (kShared) {
+        const int64_t pair = blockIdx.x / p.splits;
+        split = blockIdx.x % p.splits;
+        token_group = (pair / (groups / 2)) * groups + 2 * (pair % (groups / 2)) + wg;
+    } else {
+        const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT>() + wg;
+        if (item >= p.num_tokens * groups * p.splits)
+            return;
+        token_group = item / p.splits;
+        split = item % p.splits;
+    }
+    uint8_t *tiles = kShared ? smem : smem + wg * L::kWGBytes;
+    uint8_t *own = kShared ? smem + L::kTilesBytes + wg * L::kWGBytes : tiles + L::kTilesBytes;
+    const TokenWG<kHT, kShared> w{p, tiles, own, wg, tid, tid / 32, tid % 32};
+    w.run(token_group / groups, static_cast<int>(token_group % groups) * kHT, static_cast<int>(split));
 }
 
 } // namespace fp8wg

@@ -48,10 +48,10 @@ int heads_per_cta(int64_t tokens, int heads, int sm_count, int max_ht)
     return ht;
 }
 
-template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
+template <int kHT, bool kShared> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
 {
-    constexpr int smem = fp8wg::smem_bytes<kHT>();
-    auto kernel = fp8wg::kernel<kHT>;
+    constexpr int smem = fp8wg::smem_bytes<kHT, kShared>();
+    auto kernel = fp8wg::kernel<kHT, kShared>;
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (err != cudaSuccess)
         return err;
@@ -59,6 +59,17 @@ template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t
     const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
     kernel<<<static_cast<unsigned>((items + wgs - 1) / wgs), fp8wg::kWGThreads * wgs, smem, stream>>>(p);
     return cudaGetLastError();
+}
+
+// The two WGs of a CTA share one token's tiles when they can: two WGs per CTA and an even
+// number of head groups (then the CTAs are exactly items / 2).
+template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
+{
+    if constexpr (fp8wg::wgs_per_cta<kHT>() == 2) {
+        if ((p.num_heads / kHT) % 2 == 0)
+            return launch_fp8_as<kHT, true>(p, stream);
+    }
+    return launch_fp8_as<kHT, false>(p, stream);
 }
 
 template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
