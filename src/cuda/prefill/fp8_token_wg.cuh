@@ -4,7 +4,7 @@
 // synchronises only its 128 threads, except for the tiles. When the token has an even
 // number of head groups, the CTA's two WGs take two groups of one token and share its
 // tiles (each copies half of every tile, four stages); otherwise each WG gathers its own
-// (two stages).
+// (three stages at 16 heads, two otherwise).
 //
 //   S^T[64 x HT]  = K[64 x 512] . Q^T     FP8 wgmma, both operands in shared memory
 //   O^T[512 x HT] += V^T[512 x 64] . P^T  FP8 wgmma, V^T fragments built in registers
@@ -43,7 +43,8 @@ constexpr float kPScale = 256.0f;
 // half of every tile's rows, each row is fetched once for both, and the memory saved
 // holds four stages instead of two.
 template <int kHT, bool kShared> struct Layout {
-    static constexpr int kStages = kShared ? 4 : 2;
+    // Stages: as many as shared memory holds (two WGs of 16 heads fit three each).
+    static constexpr int kStages = kShared ? 4 : kHT == 16 ? 3 : 2;
     static constexpr int kTileBytes = kRows * 512;
     static constexpr int kRowSlots = kStages + 1;                   // row-address ring
     static constexpr int kTilesBytes = (kStages * kTileBytes + kRowSlots * kRows * 8 + 1023) / 1024 * 1024;
