@@ -1,14 +1,17 @@
 // bench_gather: how fast this GPU gathers KV rows chosen at random, the operation every
 // smla kernel starts with, and how that depends on the way it is done. Prints one line
-// per (pool, row size, method) with the achieved TB/s; `scripts/gpu-check.sh full` runs it.
+// per (pool, row size, method) with the achieved TB/s; `scripts/gpu-check.sh` runs it.
 //
 // Methods:
-//   ldg       loads into registers (16 bytes per lane, a warp per row), many warps per SM:
-//             the ceiling the DESIGN quotes (9-10 TB/s from L2, 4.4 from HBM)
-//   cpasync D one CTA of 256 threads per SM gathers D KB with cp.async, waits, repeats:
-//             what smla's kernels do with D KB in flight per SM (D = 32 .. 192)
-//   pipe D    the same with two halves of D KB: the next half is issued before the wait
-//             for the previous one, so D KB stay in flight
+//   ldg          loads into registers (16 bytes per lane, a warp per row), many warps per
+//                SM: the ceiling the DESIGN quotes (9-10 TB/s from L2, 4.4 from HBM)
+//   cpasync T K  one CTA per SM, T threads issue 16-byte cp.async copies of 32-row batches
+//                into a ring of stages holding K KB; a stage is reissued once its previous
+//                copy landed, so K KB stay in flight
+//   bulk K       the same ring, each row one cp.async.bulk copy (the copy engine) issued
+//                by one thread and counted on the stage's mbarrier
+// In the ring methods the row ids of the next batch are loaded while the current one is
+// issued, as smla's kernels do: no copy waits on an index load.
 // Usage: bench_gather [--iters N]  (default 10; median of N after 2 warm-ups)
 #include <algorithm>
 #include <cstdint>
@@ -19,7 +22,11 @@
 
 #include <cuda_runtime.h>
 
+#include "../src/cuda/common/sm90.cuh"
+
 namespace {
+
+using namespace smla;
 
 #define CHECK(x)                                                                                         \
     do {                                                                                                 \
@@ -29,12 +36,6 @@ namespace {
             exit(1);                                                                                     \
         }                                                                                                \
     } while (0)
-
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem)
-{
-    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(gmem) : "memory");
-}
 
 // Every warp takes rows w, w + warps, ...; lane c loads 16-byte chunks c, c + 32, ...
 __global__ void gather_ldg(const uint8_t *pool, const int32_t *rows, int64_t n, int row_bytes, uint32_t *sink)
@@ -53,38 +54,80 @@ __global__ void gather_ldg(const uint8_t *pool, const int32_t *rows, int64_t n, 
         *sink = acc; // keeps the loads
 }
 
-// One CTA per SM; each round gathers `batch_rows` rows into shared memory. With `pipelined`
-// the buffer is two halves and a half is reissued as soon as the one before it landed.
-__global__ void gather_cpasync(const uint8_t *pool, const int32_t *rows, int64_t n, int row_bytes, int batch_rows,
-                               bool pipelined)
+constexpr int kBatchRows = 32;
+constexpr int kRingOff = 1024; // mbarriers and the two id buffers before the ring
+
+// One CTA per SM: batches b = blockIdx.x, + gridDim.x, ... of 32 rows into a ring of
+// kStages stages. Row bytes are a power of two (chunk index by shift).
+template <bool kBulk, int kStages>
+__global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n, int row_bytes, int chunk_shift)
 {
-    extern __shared__ __align__(16) uint8_t buf[];
-    const int chunks = row_bytes / 16;
-    const int half_rows = pipelined ? batch_rows / 2 : batch_rows;
-    const int64_t stride = int64_t(gridDim.x) * half_rows;
-    int parity = 0;
-    for (int64_t first = int64_t(blockIdx.x) * half_rows; first < n; first += stride) {
-        uint8_t *dst = buf + (pipelined ? parity * half_rows * row_bytes : 0);
-        for (int k = threadIdx.x; k < half_rows * chunks; k += blockDim.x) {
-            const int64_t i = first + k / chunks;
-            if (i < n)
-                cp_async16(dst + int64_t(k) * 16, pool + int64_t(rows[i]) * row_bytes + (k % chunks) * 16);
+    extern __shared__ __align__(128) uint8_t smem[];
+    uint64_t *bars = reinterpret_cast<uint64_t *>(smem);
+    int32_t *ids = reinterpret_cast<int32_t *>(smem + 8 * kStages); // [2][32]
+    uint8_t *ring = smem + kRingOff;
+    const int tid = threadIdx.x;
+    const int64_t batches = n / kBatchRows;
+    if (tid < kStages)
+        mbar_init(&bars[tid], kBatchRows);
+    mbar_init_fence();
+    int64_t b = blockIdx.x;
+    if (tid < kBatchRows && b < batches)
+        ids[tid] = rows[b * kBatchRows + tid];
+    __syncthreads();
+    for (int k = 0; b < batches; b += gridDim.x, k++) {
+        const int stage = k % kStages;
+        const int32_t next = tid < kBatchRows && b + gridDim.x < batches ? rows[(b + gridDim.x) * kBatchRows + tid] : 0;
+        const int32_t *cur = ids + (k % 2) * kBatchRows;
+        uint8_t *dst = ring + stage * kBatchRows * row_bytes;
+        if (kBulk) {
+            if (tid < kBatchRows) {
+                if (k >= kStages)
+                    mbar_wait(&bars[stage], ((k / kStages) - 1) & 1); // the stage's last copy landed
+                mbar_arrive_expect_tx(&bars[stage], row_bytes);
+                bulk_copy_g2s(dst + tid * row_bytes, pool + int64_t(cur[tid]) * row_bytes, row_bytes, &bars[stage]);
+            }
+        } else {
+            const int chunks = kBatchRows << chunk_shift;
+            for (int c = tid; c < chunks; c += blockDim.x) {
+                const int row = c >> chunk_shift, chunk = c & ((1 << chunk_shift) - 1);
+                cp_async16(dst + c * 16, pool + int64_t(cur[row]) * row_bytes + chunk * 16, 16);
+            }
+            cp_async_commit();
+            cp_async_wait<kStages - 1>(); // the stage issued next has landed
         }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
-        if (pipelined)
-            asm volatile("cp.async.wait_group 1;\n" ::: "memory");
-        else
-            asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+        if (tid < kBatchRows)
+            ids[((k + 1) % 2) * kBatchRows + tid] = next;
         __syncthreads();
-        parity ^= 1;
     }
-    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+    if (kBulk && tid < kBatchRows) { // drain: every stage's last phase
+        const int issued = static_cast<int>((batches - blockIdx.x + gridDim.x - 1) / gridDim.x);
+        for (int k = issued > kStages ? issued - kStages : 0; k < issued; k++)
+            mbar_wait(&bars[k % kStages], (k / kStages) & 1);
+    }
+    cp_async_wait<0>();
 }
 
 struct Case {
-    const char *method;
-    int kb; // shared memory per CTA (cp.async methods)
+    const char *method; // ldg, cpasync, bulk
+    int threads;        // per CTA (ring methods)
+    int kb;             // KB in flight per SM (ring methods)
 };
+
+// The ring kernel for (method, stages), its shared memory set up.
+using RingKernel = void (*)(const uint8_t *, const int32_t *, int64_t, int, int);
+RingKernel ring_kernel(bool bulk, int stages, int smem)
+{
+    RingKernel k = nullptr;
+    switch (stages) {
+    case 2: k = bulk ? gather_ring<true, 2> : gather_ring<false, 2>; break;
+    case 4: k = bulk ? gather_ring<true, 4> : gather_ring<false, 4>; break;
+    case 8: k = bulk ? gather_ring<true, 8> : gather_ring<false, 8>; break;
+    default: fprintf(stderr, "bench_gather: no ring of %d stages\n", stages); exit(1);
+    }
+    CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    return k;
+}
 
 } // namespace
 
@@ -108,7 +151,7 @@ int main(int argc, char **argv)
     CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("bench_gather: %s, %d SMs, L2 %d MB; random rows, median of %d runs\n", prop.name,
            prop.multiProcessorCount, prop.l2CacheSize >> 20, iters);
-    printf("%-10s %-6s %-10s %10s %8s\n", "pool", "row B", "method", "time_us", "TB/s");
+    printf("%-10s %-6s %-18s %10s %8s\n", "pool", "row B", "method", "time_us", "TB/s");
 
     const int64_t n = 1 << 22; // rows gathered per run: 2-4 GB
     std::vector<int32_t> host_rows(n);
@@ -116,8 +159,8 @@ int main(int argc, char **argv)
     int32_t *rows;
     CHECK(cudaMalloc(&sink, 4));
     CHECK(cudaMalloc(&rows, n * sizeof(int32_t)));
-    const Case cases[] = {{"ldg", 0},      {"cpasync", 32}, {"cpasync", 64}, {"cpasync", 128}, {"cpasync", 192},
-                          {"pipe", 64},    {"pipe", 128},   {"pipe", 192}};
+    const Case cases[] = {{"ldg", 0, 0},        {"cpasync", 64, 64},  {"cpasync", 128, 64}, {"cpasync", 128, 128},
+                          {"cpasync", 256, 64}, {"cpasync", 256, 128}, {"bulk", 32, 64},     {"bulk", 32, 128}};
     const int64_t pool_mb[] = {8, 512};
     const int row_sizes[] = {512, 1024};
     cudaEvent_t start, stop;
@@ -136,18 +179,17 @@ int main(int argc, char **argv)
             }
             CHECK(cudaMemcpy(rows, host_rows.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice));
             for (const Case &c : cases) {
-                const bool ldg = !strcmp(c.method, "ldg"), pipelined = !strcmp(c.method, "pipe");
-                const int smem = c.kb << 10, batch_rows = smem / row_bytes;
-                if (!ldg)
-                    CHECK(cudaFuncSetAttribute(gather_cpasync, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                const bool ldg = !strcmp(c.method, "ldg");
+                const int stages = (c.kb << 10) / (kBatchRows * row_bytes), smem = kRingOff + (c.kb << 10);
+                const int chunk_shift = row_bytes == 512 ? 5 : 6;
+                const RingKernel ring = ldg ? nullptr : ring_kernel(!strcmp(c.method, "bulk"), stages, smem);
                 std::vector<float> times;
                 for (int it = 0; it < iters + 2; it++) {
                     CHECK(cudaEventRecord(start));
                     if (ldg)
                         gather_ldg<<<prop.multiProcessorCount * 8, 256>>>(pool, rows, n, row_bytes, sink);
                     else
-                        gather_cpasync<<<prop.multiProcessorCount, 256, smem>>>(pool, rows, n, row_bytes, batch_rows,
-                                                                                pipelined);
+                        ring<<<prop.multiProcessorCount, c.threads, smem>>>(pool, rows, n, row_bytes, chunk_shift);
                     CHECK(cudaEventRecord(stop));
                     CHECK(cudaEventSynchronize(stop));
                     CHECK(cudaGetLastError());
@@ -159,8 +201,11 @@ int main(int argc, char **argv)
                 std::sort(times.begin(), times.end());
                 const float ms = times[times.size() / 2];
                 char method[32];
-                snprintf(method, sizeof method, ldg ? "%s" : "%s %d", c.method, c.kb);
-                printf("%-10s %-6d %-10s %10.1f %8.2f\n", mb == 8 ? "8 MB (L2)" : "512 MB", row_bytes, method,
+                if (ldg)
+                    snprintf(method, sizeof method, "%s", c.method);
+                else
+                    snprintf(method, sizeof method, "%s %dt %dK", c.method, c.threads, c.kb);
+                printf("%-10s %-6d %-18s %10.1f %8.2f\n", mb == 8 ? "8 MB (L2)" : "512 MB", row_bytes, method,
                        ms * 1e3, double(n) * row_bytes / (ms * 1e-3) / 1e12);
             }
         }

@@ -9,8 +9,9 @@
 #     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
 #               and racecheck; initcheck over the plan's buffers)
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
-#     profile   ncu on one launch of each attention kernel family (FP8 and BF16 at 64
-#               heads, FP8 at 16): speed of light, memory, warp states, instructions
+#     profile   the gather ceilings, then ncu (full set) on one launch of each attention
+#               kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
+#               per-SASS-line stall samples
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the BF16 flashmla-shapes and the gather ceilings (bench_gather)
 # Exit status: non-zero when any step failed.
@@ -126,13 +127,20 @@ soak)
     ;;
 profile)
     # The attention kernels are all named `kernel` (namespaces fp8wg, bf16, bf16m); the
-    # first launches of a bench case are its warm-ups, so the third is profiled.
-    ncu_args=(--kernel-name regex:^kernel --launch-skip 2 --launch-count 1 --section SpeedOfLight
-              --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats
-              --section InstructionStats --section Occupancy)
-    step profile_fp8_h64 ncu "${ncu_args[@]}" "$smla" bench --preset flashmla-shapes --iters 1
-    step profile_bf16_h64 ncu "${ncu_args[@]}" "$smla" bench --preset flashmla-shapes --q bf16 --kv bf16 --iters 1
-    step profile_fp8_h16 ncu "${ncu_args[@]}" "$smla" bench --preset v41-flash-tp4 --iters 1
+    # first launches of a bench case are its warm-ups, so the third is profiled. Full
+    # section set, then the report's details and its per-SASS-line stall samples.
+    profile() {
+        local name=$1
+        shift
+        step "profile_$name" ncu --kernel-name regex:^kernel --launch-skip 2 --launch-count 1 --set full \
+            --import-source no -f -o "$out/$name" "$smla" bench --iters 1 "$@" &&
+            step "details_$name" ncu --import "$out/$name.ncu-rep" --page details &&
+            step "sass_$name" ncu --import "$out/$name.ncu-rep" --page source --csv --print-source sass
+    }
+    step bench_gather "$build/bench/bench_gather"
+    profile fp8_h64 --preset flashmla-shapes
+    profile bf16_h64 --preset flashmla-shapes --q bf16 --kv bf16
+    profile fp8_h16 --preset v41-flash-tp4
     ;;
 esac
 

@@ -117,6 +117,22 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, uint32_t parity)
                  "r"(parity)
                  : "memory");
 }
+// One arrival that also announces `bytes` more bytes of asynchronous copies (bulk copies
+// complete_tx them); the phase completes when the arrivals and the bytes are all in.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes)
+                 : "memory");
+}
+// One contiguous copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from
+// global to shared memory by the copy engine; completes `bytes` on the mbarrier.
+__device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, uint32_t bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_addr(smem)),
+                 "l"(gmem), "r"(bytes), "r"(smem_addr(bar))
+                 : "memory");
+}
 
 // Named barrier halves: arrive without waiting / wait for `threads` arrivals.
 __device__ __forceinline__ void named_arrive(int id, int threads)
