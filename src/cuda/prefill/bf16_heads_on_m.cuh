@@ -2,9 +2,9 @@
 // computes one token for 64 heads (wgmma's M), 64 KV entries (a tile) at a time, with
 // three warpgroups (WGs) specialised by role:
 //
-//   WG 2, the producer: warps 0-1 gather rows with cp.async into two tile buffers (each
-//     in two halves of 256 dims), never waiting for the data; warps 2-3 wait for each
-//     half to land, widen E4M3 / fp8_ds_mla data to BF16 in place, and publish it.
+//   WG 2, the producer: copies rows with cp.async into two tile buffers (each in two
+//     halves of 256 dims), every thread its fixed chunks of fixed rows; with E4M3 or
+//     fp8_ds_mla rows it then widens the landed data to BF16 in place and publishes it.
 //   WG 0 takes the even tiles (buffer 0), WG 1 the odd ones (buffer 1), two at a time:
 //     S = Q . K^T for its own tile (m64n64k16, K = 512); then O_half += P . V_half over
 //     BOTH tiles of the pair, WG 0 owning output dims 0-255, WG 1 dims 256-511 (m64n256k16,
@@ -37,7 +37,7 @@ constexpr int kConsumerRegs = 216, kProducerRegs = 72;
 static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
 
 // Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
-enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers };
+enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };
 
 struct Layout {
     static constexpr int kHalfBytes = kRows * 512;                    // 256 dims of 64 rows
@@ -48,29 +48,31 @@ struct Layout {
     static constexpr int kPBytes = kHeads * kRows * 2;
     static constexpr int kScaleOff = kPOff + 2 * kPBytes;             // [buf][half][64 rows][8]
     static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [buf][64] row address + tags
-    static constexpr int kMaxOff = kRowOff + 2 * kRows * 8;           // [64] running max hand-off
+    static constexpr int kScaleRowOff = kRowOff + 2 * kRows * 8;      // [buf][64] fp8_ds_mla scale rows
+    static constexpr int kMaxOff = kScaleRowOff + 2 * kRows * 8;      // [64] running max hand-off
     static constexpr int kSumOff = kMaxOff + kHeads * 4;              // [2 WGs][64] row sums
     static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;        // [64] max, [64] scale
     static constexpr int kBarOff = kFinalOff + 2 * kHeads * 4;        // mbarriers
-    static constexpr int kBars = 3 * 4;                               // loaded, ready, free x [buf][half]
+    static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 
 struct Shared {
     uint8_t *q, *tiles, *p, *scales;
-    uint64_t *rows;
+    uint64_t *rows, *scale_rows_addr;
     float *max_handoff, *sums, *mfinal, *scale;
-    uint64_t *loaded, *ready, *free_; // [buf * 2 + half]
+    uint64_t *ready, *free_; // [buf * 2 + half]
 
     __device__ explicit Shared(uint8_t *smem)
         : q(smem + Layout::kQOff), tiles(smem + Layout::kTileOff), p(smem + Layout::kPOff),
           scales(smem + Layout::kScaleOff), rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
+          scale_rows_addr(reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff)),
           max_handoff(reinterpret_cast<float *>(smem + Layout::kMaxOff)),
           sums(reinterpret_cast<float *>(smem + Layout::kSumOff)),
           mfinal(reinterpret_cast<float *>(smem + Layout::kFinalOff)),
           scale(reinterpret_cast<float *>(smem + Layout::kFinalOff) + kHeads),
-          loaded(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), ready(loaded + 4), free_(loaded + 8)
+          ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
     {
     }
     __device__ uint8_t *tile(int buf) const { return tiles + buf * Layout::kTileBytes; }
@@ -85,88 +87,128 @@ __device__ constexpr int fill_half(int f) { return f == 0 || f == 3 ? 0 : 1; }
 
 // ---- producer -------------------------------------------------------------------------
 
-// Warps 0-1 of the producer WG (64 threads): row addresses, then the copies of each half.
-// Warp w copies rows 32w .. 32w+31, one row per step, lane c its 16-byte chunk c.
-__device__ inline void load_rows(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
+constexpr int kNope = SMLA_DS_MLA_NOPE / 16; // fp8_ds_mla: 28 raw chunks, then 8 BF16 RoPE chunks
+
+// One half (256 dims) of buffer `buf` by the 128 producer threads: thread (g = tid / 8,
+// i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16, g + 32, g + 48.
+// E4M3 data lands raw (its chunk j at BF16 chunk 2j), fp8_ds_mla RoPE at BF16 chunks
+// 56..63 and its scale bytes in the half's scale area; invalid rows are zero-filled.
+__device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
 {
-    const int warp = tid / 32, lane = tid % 32;
-    const int pairs = (w.ntiles + 1) / 2;
-    uint64_t row_addr[2] = {0, 0}, scale_addr[2] = {0, 0}; // this thread's row (tid) of tiles 2k, 2k+1
-    for (int k = 0; k < pairs; k++) {
+    const int g = tid / 8, i = tid % 8;
+    uint8_t *tile = sh.tile(buf);
+    uint8_t *scales = sh.scale_rows(buf, half);
 #pragma unroll
-        for (int f = 0; f < 4; f++) {
-            const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
-            const int tile = 2 * k + buf;
-            mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
-            if (f < 2) { // the first half of each buffer: its rows
-                const int e = (w.first + tile) * kRows + tid;
-                const bool in = tile < w.ntiles && e < w.n;
-                row_addr[buf] = in ? entry_row(p, t, e, w.n_swa, &scale_addr[buf]) : 0;
-                sh.rows[buf * kRows + tid] = row_addr[buf];
+    for (int jr = 0; jr < 4; jr++) {
+        const int row = g + 16 * jr;
+        const uint64_t a = sh.rows[buf * kRows + row], data = a & ~kRowTags;
+        if (a & (kRowE4M3 | kRowDsMla)) {
+#pragma unroll
+            for (int m = 0; m < 2; m++) {
+                const int c = 16 * half + i + 8 * m;
+                if ((a & kRowE4M3) || c < kNope)
+                    cp_async16(tile + tile_offset(kRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
             }
-            uint8_t *dst_tile = sh.tile(buf);
-            uint8_t *dst_scales = sh.scale_rows(buf, half);
-#pragma unroll 4
-            for (int r = 0; r < 32; r++) {
-                const int row = warp * 32 + r;
-                const uint64_t a = __shfl_sync(0xffffffffu, row_addr[buf], r);
-                const uint64_t sa = __shfl_sync(0xffffffffu, scale_addr[buf], r);
-                const uint64_t data = a & ~kRowTags;
-                if (a & kRowE4M3) { // raw chunk j (16 values) at BF16 chunk 2j
-                    const int j = 16 * half + lane;
-                    if (lane < 16)
-                        cp_async16(dst_tile + tile_offset(kRows, row, 32 * j), reinterpret_cast<const void *>(data + 16 * j), 16);
-                } else if (a & kRowDsMla) {
-                    constexpr int kNope = SMLA_DS_MLA_NOPE / 16; // 28 raw chunks, then 8 BF16 RoPE chunks
-                    const int j = 16 * half + lane;
-                    if (lane < 16 && j < kNope)
-                        cp_async16(dst_tile + tile_offset(kRows, row, 32 * j), reinterpret_cast<const void *>(data + 16 * j), 16);
-                    else if (half == 1 && lane >= 16 && lane < 24)
-                        cp_async16(dst_tile + tile_offset(kRows, row, 16 * (2 * kNope + lane - 16)),
-                                   reinterpret_cast<const void *>(data + 16 * (kNope + lane - 16)), 16);
-                    else if (lane == 31)
-                        cp_async8(dst_scales + 8 * row, reinterpret_cast<const void *>(sa), 8);
-                } else { // BF16 row, or zero fill
-                    const int c = 32 * half + lane;
-                    cp_async16(dst_tile + tile_offset(kRows, row, 16 * c), a ? reinterpret_cast<const void *>(data + 16 * c) : p.q,
-                               a ? 16 : 0);
-                }
+            if (a & kRowDsMla) {
+                if (half == 1)
+                    cp_async16(tile + tile_offset(kRows, row, 16 * (2 * kNope + i)),
+                               reinterpret_cast<const void *>(data + 16 * (kNope + i)), 16);
+                if (i == 0)
+                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(sh.scale_rows_addr[buf * kRows + row]), 8);
             }
-            mbar_arrive_cp_async(&sh.loaded[slot]); // when this thread's copies land
-            mbar_arrive(&sh.loaded[slot]);          // its row address is in shared memory
+        } else { // BF16 row, or zero fill
+#pragma unroll
+            for (int m = 0; m < 4; m++) {
+                const int c = 32 * half + i + 8 * m;
+                cp_async16(tile + tile_offset(kRows, row, 16 * c), a ? reinterpret_cast<const void *>(data + 16 * c) : p.q,
+                           a ? 16 : 0);
+            }
         }
     }
-    cp_async_wait<0>(); // no copy outlives its thread
 }
 
-// Warps 2-3 of the producer WG (64 threads): each half, once landed, widened and published.
+// The landed raw data of one half widened to BF16 in place by the 128 producer threads.
 // Two rows per warp instruction (four lanes each on 4 consecutive raw chunks of row r and
 // of row r + 1), so the 16-byte accesses fall on 8 distinct bank groups per phase.
-__device__ inline void publish_rows(const Shared &sh, const WorkItem &w, int tid)
+__device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 {
     const int warp = tid / 32, lane = tid % 32;
+    uint8_t *tile = sh.tile(buf);
+    const uint8_t *scales = sh.scale_rows(buf, half);
+#pragma unroll 4
+    for (int it = 0; it < 8; it++) {
+        const int row = warp * 16 + 2 * it + (lane / 4) % 2;
+        const int j = 16 * half + (lane / 8) * 4 + lane % 4;
+        const uint64_t a = sh.rows[buf * kRows + row];
+        const bool ds = (a & kRowDsMla) != 0;
+        if (!((a & kRowE4M3) || (ds && j < kNope)))
+            continue;
+        widen_chunk(tile, kRows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+    }
+}
+
+// The producer WG. Per pair of tiles it fills the four halves in the consumers' order;
+// the row addresses of a tile go to shared memory when its first half is filled, from
+// slot ids loaded a pair ahead. BF16 rows are published as they land (the cp.async
+// arrivals count on `ready`); raw rows are widened and published one half behind the
+// copies (the next half's copies in flight meanwhile). Every half of a pair is published
+// before the producer waits for a buffer of the next pair: those buffers are released
+// only once the consumers had all four halves.
+__device__ inline void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid,
+                               bool widen)
+{
     const int pairs = (w.ntiles + 1) / 2;
-    for (int k = 0; k < pairs; k++) {
+    EntrySlot next[2];
+    auto load_slots = [&](int k) {
 #pragma unroll
+        for (int b = 0; b < 2; b++) {
+            const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
+            next[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
+        }
+    };
+    // Half f of the pair, once every thread's copies of it landed (all but the latest
+    // group, or all when `last`): widened, then published.
+    auto publish = [&](int f, bool last) {
+        if (last)
+            cp_async_wait<0>();
+        else
+            cp_async_wait<1>();
+        named_barrier(kProducer, 128);
+        widen_half(sh, fill_buf(f), fill_half(f), tid);
+        fence_proxy_async();
+        mbar_arrive(&sh.ready[fill_buf(f) * 2 + fill_half(f)]);
+    };
+    load_slots(0);
+    for (int k = 0; k < pairs; k++) {
+        const EntrySlot cur[2] = {next[0], next[1]};
+        if (k + 1 < pairs)
+            load_slots(k + 1);
+#pragma unroll 1
         for (int f = 0; f < 4; f++) {
             const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
-            mbar_wait(&sh.loaded[slot], k & 1);
-            uint8_t *tile = sh.tile(buf);
-            const uint8_t *scales = sh.scale_rows(buf, half);
-#pragma unroll 4
-            for (int i = 0; i < 16; i++) {
-                const int row = warp * 32 + 2 * i + (lane / 4) % 2;
-                const int j = 16 * half + (lane / 8) * 4 + lane % 4;
-                const uint64_t a = sh.rows[buf * kRows + row];
-                const bool ds = (a & kRowDsMla) != 0;
-                if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
-                    continue;
-                widen_chunk(tile, kRows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+            mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
+            if (f < 2) { // the first half of each buffer: its rows
+                if (tid < kRows) {
+                    uint64_t scale_row = 0;
+                    sh.rows[buf * kRows + tid] = slot_row(p, buf == 0 ? cur[0] : cur[1], &scale_row);
+                    sh.scale_rows_addr[buf * kRows + tid] = scale_row;
+                }
+                named_barrier(kProducer, 128);
             }
-            fence_proxy_async();
-            mbar_arrive(&sh.ready[slot]);
+            copy_half(p, sh, buf, half, tid);
+            if (widen) {
+                cp_async_commit();
+                if (f > 0)
+                    publish(f - 1, false);
+            } else {
+                mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
+                mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
+            }
         }
+        if (widen)
+            publish(3, true);
     }
+    cp_async_wait<0>(); // no copy outlives its thread
 }
 
 // ---- consumers ------------------------------------------------------------------------
@@ -438,9 +480,11 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         return;
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
+        // ready: with raw rows, the producer's 128 arrivals after widening; else its 128
+        // copy completions and 128 row-address arrivals. free: a consumer WG's 128.
+        const bool widen = Bf16Gather<kRows, 256>::has_raw_rows(p);
         for (int i = 0; i < 4; i++) {
-            mbar_init(&sh.loaded[i], 128); // 64 copy completions + 64 row-address arrivals
-            mbar_init(&sh.ready[i], 64);
+            mbar_init(&sh.ready[i], widen ? 128 : 256);
             mbar_init(&sh.free_[i], 128);
         }
         mbar_init_fence();
@@ -448,11 +492,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     __syncthreads();
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
-        const int ptid = tid - 256;
-        if (ptid < 64)
-            load_rows(p, sh, w, t, ptid);
-        else
-            publish_rows(sh, w, ptid - 64);
+        produce(p, sh, w, t, tid - 256, Bf16Gather<kRows, 256>::has_raw_rows(p));
         return;
     }
     regs_increase<kConsumerRegs>();
