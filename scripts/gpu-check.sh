@@ -7,7 +7,8 @@
 #     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
 #               vs direct on v41-flash-tp1
 #     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
-#               and racecheck; initcheck over the plan's buffers)
+#               and racecheck; initcheck over the plan's buffers); SANITIZE_TESTS=0
+#               leaves out the per-test runs
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 #     profile   the gather ceilings, then ncu (full set) on one launch of each attention
 #               kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
@@ -80,6 +81,8 @@ if [ "$mode" = sanitize ]; then
 fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] || [ "$mode" = profile ] && break
+    # SANITIZE_TESTS=0: the kernels under `smla check` only (about 4 minutes).
+    [ "$mode" = sanitize ] && [ "${SANITIZE_TESTS:-1}" = 0 ] && break
     if [ "$mode" = sanitize ]; then
         read -ra args <<<"$(sanitize_args "$t")"
         step "$(basename "$t")-memcheck" compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 "$t" "${args[@]}"
