@@ -49,8 +49,8 @@ struct Layout {
     static constexpr int kScaleOff = kPOff + 2 * kPBytes;             // [buf][half][64 rows][8]
     static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [buf][64] row address + tags
     static constexpr int kScaleRowOff = kRowOff + 2 * kRows * 8;      // [buf][64] fp8_ds_mla scale rows
-    static constexpr int kMaxOff = kScaleRowOff + 2 * kRows * 8;      // [64] running max hand-off
-    static constexpr int kSumOff = kMaxOff + kHeads * 4;              // [2 WGs][64] row sums
+    static constexpr int kMaxOff = kScaleRowOff + 2 * kRows * 8;      // [WG][pair % 2][64] max hand-offs
+    static constexpr int kSumOff = kMaxOff + 2 * 2 * kHeads * 4;      // [2 WGs][64] row sums
     static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;        // [64] max, [64] scale
     static constexpr int kBarOff = kFinalOff + 2 * kHeads * 4;        // mbarriers
     static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
@@ -62,6 +62,9 @@ struct Shared {
     uint8_t *q, *tiles, *p, *scales;
     uint64_t *rows, *scale_rows_addr;
     float *max_handoff, *sums, *mfinal, *scale;
+    // The max WG `wg` hands to the other in pair k: its own array, one per pair parity,
+    // so no slot is rewritten before the pair after next.
+    __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
     uint64_t *ready, *free_; // [buf * 2 + half]
 
     __device__ explicit Shared(uint8_t *smem)
@@ -357,10 +360,9 @@ struct Consumer {
                     m[r] = fmaxf(m_run[r], mx[r]);
                     f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
                 }
-                __syncwarp(); // the quad read last pair's final value
                 if (lane % 4 == 0) {
-                    sh.max_handoff[r0] = m[0];
-                    sh.max_handoff[r0 + 8] = m[1];
+                    sh.handoff(0, k)[r0] = m[0];
+                    sh.handoff(0, k)[r0 + 8] = m[1];
                 }
                 named_arrive(kMax0Ready, 256);
                 exponentiate(s, m, rs);
@@ -373,7 +375,7 @@ struct Consumer {
                 float g[2];
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
-                    const float m_final = sh.max_handoff[r0 + 8 * r];
+                    const float m_final = sh.handoff(1, k)[r0 + 8 * r];
                     g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
                     l[r] = (l[r] * f[r] + rs[r]) * g[r];
                     m_run[r] = m_final;
@@ -398,13 +400,12 @@ struct Consumer {
                 named_barrier(kMax0Ready, 256);
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
-                    m[r] = fmaxf(sh.max_handoff[r0 + 8 * r], mx[r]);
+                    m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
                     f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
                 }
-                __syncwarp(); // the quad (the only readers of these rows) has read WG 0's value
                 if (lane % 4 == 0) {
-                    sh.max_handoff[r0] = m[0];
-                    sh.max_handoff[r0 + 8] = m[1];
+                    sh.handoff(1, k)[r0] = m[0];
+                    sh.handoff(1, k)[r0 + 8] = m[1];
                 }
                 named_arrive(kMax1Ready, 256);
                 exponentiate(s, m, rs);
