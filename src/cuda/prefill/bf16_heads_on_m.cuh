@@ -407,9 +407,7 @@ struct Consumer {
                     sh.handoff(1, k)[r0] = m[0];
                     sh.handoff(1, k)[r0 + 8] = m[1];
                 }
-                // A full barrier, not an arrival: WG 0 is normally waiting here already, and
-                // compute-sanitizer's racecheck reports this hand-off when it is an arrival.
-                named_barrier(kMax1Ready, 256);
+                named_arrive(kMax1Ready, 256);
                 exponentiate(s, m, rs);
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
