@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 """Model check of the synchronisation protocol of src/cuda/prefill/bf16_heads_on_m.cuh
-(not its arithmetic). The agents are the producer's copy warps, its widening warps, and
-the two compute warpgroups (each one agent: their threads move together between
-barriers); cp.async completions land at random later times. Over many random
+(not its arithmetic). The agents are the producer warpgroup and the two compute
+warpgroups (each one agent: their threads move together between barriers); cp.async
+completions land at random later times. The producer runs in both of its modes: BF16
+rows published by the copies' own arrivals, raw rows widened and published by the
+producer one half behind its copies. Over many random
 interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied by a
 phase other than the one it means (parity aliasing), and that no buffer half is refilled
 while a reader still needs it. It then breaks the protocol on purpose and checks that
 each break is caught, so that the check itself can fail.
 
-Keep it in step with the kernel: FILLS is fill_buf/fill_half, the consumer sequences
-are Consumer::run."""
+Keep it in step with the kernel: FILLS is fill_buf/fill_half, the producer is produce(),
+the consumer sequences are Consumer::run."""
 import random
 import sys
 
@@ -36,44 +38,57 @@ class MBar:
         return ok
 
 
-def run(ntiles, seed, skip_free_wait=False, early_free=False):
+def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publish=False):
     rnd = random.Random(seed)
     pairs = (ntiles + 1) // 2
     slot = lambda b, h: 2 * b + h
-    loaded = [MBar(2) for _ in range(4)]  # the copy warps' address arrival + their copies landing
-    ready = [MBar(1) for _ in range(4)]
+    # ready: the producer's arrival after widening, or (BF16 rows) its row-address arrival
+    # and its copies' landing.
+    ready = [MBar(1 if widen else 2) for _ in range(4)]
     free = [MBar(1) for _ in range(4)]
     state = {}    # slot -> (pair, 'loading' | 'loaded' | 'ready')
     readers = {}  # slot -> readers still to come for the pair in it
     named = {}    # (barrier, pair) -> arrivals of the two compute WGs
     landing = []
 
+    def land(s):
+        if widen:
+            state[s] = (state[s][0], 'loaded')
+        else:
+            state[s] = (state[s][0], 'ready')
+            ready[s].arrive()
+
     def read(s, who):
         assert state.get(s, (None, None))[1] == 'ready', f"{who} reads slot {s} before it is ready"
         assert who in readers[s], f"{who} reads slot {s}, refilled under it"
 
-    def copier():
+    def producer():
+        pending = []  # (slot, pair) copied, not yet widened and published
         for k in range(pairs):
-            for b, h in FILLS:
+            for f, (b, h) in enumerate(FILLS):
                 s = slot(b, h)
+                if late_publish and k > 0 and f == 1:
+                    yield from publish(*pending.pop(0))  # a half of the last pair, too late
                 if not skip_free_wait:
                     yield lambda s=s, k=k: free[s].passed((k & 1) ^ 1, k - 1 if k else None)
                 assert not readers.get(s), f"slot {s} refilled while {readers.get(s)} still need it"
                 state[s] = (k, 'loading')
                 readers[s] = {f"S{b}", f"PV{h}"}  # WG b scores buffer b; WG h owns dims half h
-                loaded[s].arrive()
                 landing.append(s)
+                if widen:
+                    pending.append((s, k))
+                    if f > 0 and not (late_publish and f == 3):
+                        yield from publish(*pending.pop(0))
+                else:
+                    ready[s].arrive()  # the row addresses
                 yield lambda: True
+            if widen and not late_publish:
+                yield from publish(*pending.pop(0))
 
-    def widener():
-        for k in range(pairs):
-            for b, h in FILLS:
-                s = slot(b, h)
-                yield lambda s=s, k=k: loaded[s].passed(k & 1, k)
-                assert state[s] == (k, 'loaded')
-                state[s] = (k, 'ready')
-                ready[s].arrive()
-                yield lambda: True
+    def publish(s, k):
+        yield lambda: state[s] == (k, 'loaded')  # cp.async.wait_group + the producer's barrier
+        state[s] = (k, 'ready')
+        ready[s].arrive()
 
     def arrive(name, k):
         named[name, k] = named.get((name, k), 0) + 1
@@ -118,21 +133,17 @@ def run(ntiles, seed, skip_free_wait=False, early_free=False):
                 free[slot(other, 1)].arrive()
             yield lambda: True
 
-    agents = {"copier": copier(), "widener": widener(), "wg0": compute(0), "wg1": compute(1)}
+    agents = {"producer": producer(), "wg0": compute(0), "wg1": compute(1)}
     waits = {name: (lambda: True) for name in agents}
     done = set()
     while len(done) < len(agents):
         if landing and rnd.random() < 0.3:
-            s = landing.pop(0)
-            state[s] = (state[s][0], 'loaded')
-            loaded[s].arrive()
+            land(landing.pop(0))
             continue
         runnable = [n for n in agents if n not in done and waits[n]()]
         if not runnable:
             if landing:
-                s = landing.pop(0)
-                state[s] = (state[s][0], 'loaded')
-                loaded[s].arrive()
+                land(landing.pop(0))
                 continue
             raise AssertionError(f"deadlock: {sorted(set(agents) - done)} all wait")
         n = rnd.choice(runnable)
@@ -143,19 +154,22 @@ def run(ntiles, seed, skip_free_wait=False, early_free=False):
 
 
 def main():
-    for ntiles in range(1, 9):
-        for seed in range(300):
-            run(ntiles, seed)
-    for broken in ("skip_free_wait", "early_free"):
+    for widen in (False, True):
+        for ntiles in range(1, 9):
+            for seed in range(300):
+                run(ntiles, seed, widen)
+    breaks = [("skip_free_wait", False), ("early_free", False), ("skip_free_wait", True), ("early_free", True),
+              ("late_publish", True)]
+    for broken, widen in breaks:
         try:
             for seed in range(300):
-                run(6, seed, **{broken: True})
+                run(6, seed, widen, **{broken: True})
         except AssertionError:
             continue
-        print(f"FAIL: the model does not catch {broken}")
+        print(f"FAIL: the model does not catch {broken} (widen={widen})")
         return 1
-    print("v5 protocol model: no deadlock, no parity aliasing, no early refill (1-8 tiles, "
-          "300 schedules each); deliberate breaks caught")
+    print("v5 protocol model: no deadlock, no parity aliasing, no early refill (both producer modes, "
+          "1-8 tiles, 300 schedules each); deliberate breaks caught")
     return 0
 
 
