@@ -10,8 +10,8 @@
 //                copy landed, so K KB stay in flight
 //   bulk K       the same ring, each row one cp.async.bulk copy (the copy engine) issued
 //                by one thread and counted on the stage's mbarrier
-// In the ring methods the row ids of the next batch are loaded while the current one is
-// issued, as smla's kernels do: no copy waits on an index load.
+// In the ring methods the row ids of a batch are loaded two batches ahead (held in a
+// register for one batch, then stored): no copy waits on an index load.
 // Usage: bench_gather [--iters N]  (default 10; median of N after 2 warm-ups)
 #include <algorithm>
 #include <cstdint>
@@ -72,12 +72,18 @@ __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n,
         mbar_init(&bars[tid], kBatchRows);
     mbar_init_fence();
     int64_t b = blockIdx.x;
-    if (tid < kBatchRows && b < batches)
-        ids[tid] = rows[b * kBatchRows + tid];
+    // Row ids of batch b + stride * n, by threads tid < 32 (0 past the end).
+    auto ids_of = [&](int n) {
+        const int64_t at = b + int64_t(gridDim.x) * n;
+        return tid < kBatchRows && at < batches ? rows[at * kBatchRows + tid] : 0;
+    };
+    if (tid < kBatchRows)
+        ids[tid] = ids_of(0);
+    int32_t next = ids_of(1); // stored a batch later, so its load latency is hidden
     __syncthreads();
     for (int k = 0; b < batches; b += gridDim.x, k++) {
         const int stage = k % kStages;
-        const int32_t next = tid < kBatchRows && b + gridDim.x < batches ? rows[(b + gridDim.x) * kBatchRows + tid] : 0;
+        const int32_t after = ids_of(2);
         const int32_t *cur = ids + (k % 2) * kBatchRows;
         uint8_t *dst = ring + stage * kBatchRows * row_bytes;
         if (kBulk) {
@@ -98,6 +104,7 @@ __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n,
         }
         if (tid < kBatchRows)
             ids[((k + 1) % 2) * kBatchRows + tid] = next;
+        next = after;
         __syncthreads();
     }
     if (kBulk && tid < kBatchRows) { // drain: every stage's last phase

@@ -148,7 +148,11 @@ profile)
 esac
 
 echo "---- logs (tails) ----"
-for f in "$out"/*.log; do echo "== $(basename "$f")"; tail -n 12 "$f"; done
+for f in "$out"/*.log; do
+    case $(basename "$f") in sass_*) continue ;; esac # per-SASS-line CSV: read it from $out
+    echo "== $(basename "$f")"
+    tail -n 12 "$f"
+done
 echo "---- gpu ----"; cat "$out/gpu.txt"
 echo "---- summary ($mode) ----"; cat "$summary"
 ! grep -q FAIL "$summary"
