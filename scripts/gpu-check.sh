@@ -15,11 +15,20 @@
 #               per-SASS-line stall samples
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the BF16 flashmla-shapes and the gather ceilings (bench_gather)
+#     ab DIR ARGS...  A/B in one call: DIR is a second source tree (e.g. `git worktree add
+#               build-ab/b BRANCH`, carried to the GPU machine); both are built and must
+#               pass the small `smla check`, then `smla bench ARGS` runs A, B, A, B.
+#               `::` separates several bench argument lists.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
+if [ "$mode" = ab ]; then
+    [ $# -ge 2 ] && [ -d "$1" ] || { echo "usage: $0 ab DIR BENCH-ARGS... [:: BENCH-ARGS...]" >&2; exit 2; }
+    other=$(cd "$1" && pwd)
+    shift
+fi
 out=${OUT:-$root/gpu-out}
 mkdir -p "$out"
 build=$root/build-gpu
@@ -80,7 +89,7 @@ if [ "$mode" = sanitize ]; then
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
 fi
 for t in "$build"/tests/gpu_*; do
-    [ "$mode" = soak ] || [ "$mode" = profile ] && break
+    [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] && break
     # SANITIZE_TESTS=0: the kernels under `smla check` only (about 4 minutes).
     [ "$mode" = sanitize ] && [ "${SANITIZE_TESTS:-1}" = 0 ] && break
     if [ "$mode" = sanitize ]; then
@@ -92,7 +101,7 @@ for t in "$build"/tests/gpu_*; do
         step "$(basename "$t")" "$t"
     fi
 done
-if [ "$mode" != sanitize ] && [ "$mode" != soak ] && [ "$mode" != profile ]; then # the Python binding's engine loop (needs torch), from the source tree
+if [ "$mode" != sanitize ] && [ "$mode" != soak ] && [ "$mode" != profile ] && [ "$mode" != ab ]; then # the Python binding's engine loop (needs torch), from the source tree
     loop=$root/tests/gpu/test_python_engine_loop.py
     runner=(python3 "$loop")
     python3 -c 'import pytest' 2>/dev/null && runner=(python3 -m pytest -q -p no:cacheprovider "$loop")
@@ -127,6 +136,23 @@ dsmla)
     ;;
 soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
+    ;;
+ab)
+    step configure_b cmake -S "$other" -B "$other/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
+        step build_b cmake --build "$other/build-gpu" -j "$jobs" --target smla smla_cli &&
+        STEP_TIMEOUT=120 step smoke_b "$other/build-gpu/smla" check --token-heads 256 || {
+        cat "$summary"; tail -40 "$out/build_b.log" "$out/smoke_b.log"; exit 1; }
+    n=0
+    while [ $# -gt 0 ]; do
+        args=()
+        while [ $# -gt 0 ] && [ "$1" != :: ]; do args+=("$1"); shift; done
+        [ $# -gt 0 ] && shift
+        n=$((n + 1))
+        for round in 1 2; do
+            step "bench${n}_a$round" "$smla" bench "${args[@]}"
+            step "bench${n}_b$round" "$other/build-gpu/smla" bench "${args[@]}"
+        done
+    done
     ;;
 profile)
     # The attention kernels are all named `kernel` (namespaces fp8wg, bf16, bf16m); the
