@@ -12,7 +12,7 @@
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 #     profile   the gather ceilings, then ncu (full set) on one launch of each attention
 #               kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
-#               per-SASS-line stall samples
+#               per-SASS-line stall samples; the kernel durations of small decode batches
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the BF16 flashmla-shapes and the gather ceilings (bench_gather)
 #     ab DIR ARGS...  A/B in one call: DIR is a second source tree (e.g. `git worktree add
@@ -84,6 +84,14 @@ if [ "$mode" = sanitize ]; then
     # query types; ~3 minutes under racecheck); then each GPU test. Racecheck skips
     # gpu_test_determinism and gpu_test_soak: their large batches take over 8 minutes
     # there, and their kernels are the ones check covers. About 8 minutes in all.
+    # What racecheck makes of race-free named-barrier exchanges shaped like bf16m's (a
+    # FAIL here means racecheck reports exchanges that are ordered: see RELIABILITY.md).
+    step racecheck_probe-build nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o "$build/racecheck_probe" \
+        "$root/scripts/racecheck_probe.cu" &&
+        for variant in plain specialised; do
+            step "racecheck_probe-$variant" compute-sanitizer --tool racecheck --error-exitcode 9 \
+                "$build/racecheck_probe" $([ $variant = specialised ] && echo --specialised)
+        done
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
     step check-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$smla" check --token-heads 64
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
@@ -170,6 +178,9 @@ profile)
     profile fp8_h64 --preset flashmla-shapes
     profile bf16_h64 --preset flashmla-shapes --q bf16 --kv bf16
     profile fp8_h16 --preset v41-flash-tp4
+    # Decode at batch 2: how the time splits between the attention kernel and the combine.
+    step decode_kernels ncu --metrics gpu__time_duration.sum --launch-count 40 \
+        "$smla" bench --iters 1 --preset decode-v41-flash-tp1
     ;;
 esac
 
