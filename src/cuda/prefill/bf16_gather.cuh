@@ -28,6 +28,31 @@ __device__ inline void widen_chunk(uint8_t *tile, int rows, int row, int j, floa
     *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
 }
 
+// fp8_ds_mla rows: 28 16-byte chunks of E4M3 NoPE data, then 8 chunks of BF16 RoPE.
+constexpr int kDsNopeChunks = SMLA_DS_MLA_NOPE / 16, kDsRopeChunks = SMLA_DS_MLA_ROPE * 2 / 16;
+
+// Where raw rows land in a BF16 tile of `rows` rows: raw (E4M3) chunk j of the row at
+// `data` at BF16 chunk 2j, to be widened in place; fp8_ds_mla RoPE chunk k at BF16 chunk
+// 2 * 28 + k, where it is used.
+__device__ __forceinline__ void copy_raw_chunk(uint8_t *tile, int rows, int row, uint64_t data, int j)
+{
+    cp_async16(tile + tile_offset(rows, row, 32 * j), reinterpret_cast<const void *>(data + 16 * j), 16);
+}
+__device__ __forceinline__ void copy_rope_chunk(uint8_t *tile, int rows, int row, uint64_t data, int k)
+{
+    cp_async16(tile + tile_offset(rows, row, 16 * (2 * kDsNopeChunks + k)),
+               reinterpret_cast<const void *>(data + 16 * (kDsNopeChunks + k)), 16);
+}
+
+// Chunk j of the row whose tagged address is `a`, widened in place if it landed raw
+// (scaled by its UE8M0 block scale for fp8_ds_mla, from the row's 8 bytes in `scales`).
+__device__ __forceinline__ void widen_if_raw(uint8_t *tile, const uint8_t *scales, int rows, int row, int j, uint64_t a)
+{
+    const bool ds = (a & kRowDsMla) != 0;
+    if ((a & kRowE4M3) || (ds && j < kDsNopeChunks))
+        widen_chunk(tile, rows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+}
+
 template <int kRows, int kThreads> struct Bf16Gather {
     static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
 
@@ -64,15 +89,13 @@ template <int kRows, int kThreads> struct Bf16Gather {
             const uint64_t a = info[row], data = a & ~kRowTags;
             if (a & kRowE4M3) {
                 if (c < 32)
-                    cp_async16(tile + tile_offset(kRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
+                    copy_raw_chunk(tile, kRows, row, data, c);
             } else if (a & kRowDsMla) {
-                constexpr int kNope = SMLA_DS_MLA_NOPE / 16, kRope = SMLA_DS_MLA_ROPE * 2 / 16;
-                if (c < kNope)
-                    cp_async16(tile + tile_offset(kRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
-                else if (c < kNope + kRope)
-                    cp_async16(tile + tile_offset(kRows, row, 16 * (2 * kNope + c - kNope)),
-                               reinterpret_cast<const void *>(data + 16 * c), 16);
-                else if (c == kNope + kRope)
+                if (c < kDsNopeChunks)
+                    copy_raw_chunk(tile, kRows, row, data, c);
+                else if (c < kDsNopeChunks + kDsRopeChunks)
+                    copy_rope_chunk(tile, kRows, row, data, c - kDsNopeChunks);
+                else if (c == kDsNopeChunks + kDsRopeChunks)
                     cp_async8(scales + 8 * row, reinterpret_cast<const void *>(scale_rows[row]), 8);
             } else {
                 const void *src = a ? reinterpret_cast<const void *>(data + 16 * c) : dummy;
@@ -93,11 +116,7 @@ template <int kRows, int kThreads> struct Bf16Gather {
         for (int k = 0; k < kRows / (kThreads / 32); k++) {
             const int block = k * (kThreads / 32) + warp; // row pair block/2, chunk half block%2
             const int row = (block / 2) * 2 + (lane / 4) % 2, j = (block % 2) * 16 + (lane / 8) * 4 + lane % 4;
-            const uint64_t a = info[row];
-            const bool ds = (a & kRowDsMla) != 0;
-            if (!((a & kRowE4M3) || (ds && j < SMLA_DS_MLA_NOPE / 16)))
-                continue;
-            widen_chunk(tile, kRows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+            widen_if_raw(tile, scales, kRows, row, j, info[row]);
         }
     }
 

@@ -90,8 +90,6 @@ __device__ constexpr int fill_half(int f) { return f == 0 || f == 3 ? 0 : 1; }
 
 // ---- producer -------------------------------------------------------------------------
 
-constexpr int kNope = SMLA_DS_MLA_NOPE / 16; // fp8_ds_mla: 28 raw chunks, then 8 BF16 RoPE chunks
-
 // One half (256 dims) of buffer `buf` by the 128 producer threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16, g + 32, g + 48.
 // E4M3 data lands raw (its chunk j at BF16 chunk 2j), fp8_ds_mla RoPE at BF16 chunks
@@ -109,13 +107,12 @@ __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int
 #pragma unroll
             for (int m = 0; m < 2; m++) {
                 const int c = 16 * half + i + 8 * m;
-                if ((a & kRowE4M3) || c < kNope)
-                    cp_async16(tile + tile_offset(kRows, row, 32 * c), reinterpret_cast<const void *>(data + 16 * c), 16);
+                if ((a & kRowE4M3) || c < kDsNopeChunks)
+                    copy_raw_chunk(tile, kRows, row, data, c);
             }
             if (a & kRowDsMla) {
                 if (half == 1)
-                    cp_async16(tile + tile_offset(kRows, row, 16 * (2 * kNope + i)),
-                               reinterpret_cast<const void *>(data + 16 * (kNope + i)), 16);
+                    copy_rope_chunk(tile, kRows, row, data, i);
                 if (i == 0)
                     cp_async8(scales + 8 * row, reinterpret_cast<const void *>(sh.scale_rows_addr[buf * kRows + row]), 8);
             }
@@ -142,11 +139,7 @@ __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
     for (int it = 0; it < 8; it++) {
         const int row = warp * 16 + 2 * it + (lane / 4) % 2;
         const int j = 16 * half + (lane / 8) * 4 + lane % 4;
-        const uint64_t a = sh.rows[buf * kRows + row];
-        const bool ds = (a & kRowDsMla) != 0;
-        if (!((a & kRowE4M3) || (ds && j < kNope)))
-            continue;
-        widen_chunk(tile, kRows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+        widen_if_raw(tile, scales, kRows, row, j, sh.rows[buf * kRows + row]);
     }
 }
 
@@ -481,9 +474,9 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         return;
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
+        const bool widen = Bf16Gather<kRows, 256>::has_raw_rows(p);
         // ready: with raw rows, the producer's 128 arrivals after widening; else its 128
         // copy completions and 128 row-address arrivals. free: a consumer WG's 128.
-        const bool widen = Bf16Gather<kRows, 256>::has_raw_rows(p);
         for (int i = 0; i < 4; i++) {
             mbar_init(&sh.ready[i], widen ? 128 : 256);
             mbar_init(&sh.free_[i], 128);
