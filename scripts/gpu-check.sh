@@ -15,18 +15,24 @@
 #               per-SASS-line stall samples; the kernel durations of small decode batches
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the BF16 flashmla-shapes and the gather ceilings (bench_gather)
-#     ab DIR ARGS...  A/B in one call: DIR is a second source tree (e.g. `git worktree add
-#               build-ab/b BRANCH`, carried to the GPU machine); both are built and must
-#               pass the small `smla check`, then `smla bench ARGS` runs A, B, A, B.
-#               `::` separates several bench argument lists.
+#     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
+#               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
+#               built and must pass the small `smla check`, then `smla bench ARGS` runs
+#               A, b, c, ... twice. `::` separates several bench argument lists.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
 shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 if [ "$mode" = ab ]; then
-    [ $# -ge 2 ] && [ -d "$1" ] || { echo "usage: $0 ab DIR BENCH-ARGS... [:: BENCH-ARGS...]" >&2; exit 2; }
-    other=$(cd "$1" && pwd)
+    usage="usage: $0 ab DIR[,DIR...] BENCH-ARGS... [:: BENCH-ARGS...]"
+    [ $# -ge 2 ] || { echo "$usage" >&2; exit 2; }
+    others=()
+    IFS=, read -ra dirs <<<"$1"
+    for d in "${dirs[@]}"; do
+        [ -d "$d" ] || { echo "$usage ($d is not a directory)" >&2; exit 2; }
+        others+=("$(cd "$d" && pwd)")
+    done
     shift
 fi
 out=${OUT:-$root/gpu-out}
@@ -51,8 +57,13 @@ summary=$out/summary.txt
 step() {
     local name=$1
     shift
-    local start=$SECONDS
-    timeout "${STEP_TIMEOUT:-480}" "$@" >"$out/$name.log" 2>&1
+    local start=$SECONDS cmd=("$@")
+    # A shell function (defined below) runs under `timeout` through a child bash.
+    if declare -F "$1" >/dev/null; then
+        export -f "$1"
+        cmd=(bash -c '"$@"' _ "$@")
+    fi
+    timeout "${STEP_TIMEOUT:-480}" "${cmd[@]}" >"$out/$name.log" 2>&1
     local rc=$?
     printf '%-22s %-6s %5ds\n' "$name" "$([ $rc = 0 ] && echo pass || echo FAIL:$rc)" $((SECONDS - start)) >>"$summary"
     return $rc
@@ -79,21 +90,51 @@ sanitize_args() {
     esac
 }
 
+# racecheck over a command: its report, then the command's own exit status; fails (9) on
+# a hazard any of whose accesses is outside bf16m (see the sanitize mode).
+racecheck_outside_bf16m() {
+    local log rc
+    log=$(mktemp)
+    compute-sanitizer --tool racecheck "$@" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    [ $rc = 0 ] || return $rc
+    if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vq 'smla::bf16m::'; then
+        echo "racecheck: a hazard outside bf16m's warpgroup hand-offs"
+        return 9
+    fi
+}
+# racecheck over the probe: passes while racecheck still reports its race-free arrive ->
+# sync hand-offs and the probe's results are right.
+racecheck_expect_misread() {
+    local log rc
+    log=$(mktemp)
+    compute-sanitizer --tool racecheck "$@" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    [ $rc = 0 ] || return $rc
+    grep -q 'Race reported' "$log" || { echo "racecheck no longer misreads bar.arrive -> bar.sync: make check-racecheck strict"; return 9; }
+}
+
 if [ "$mode" = sanitize ]; then
     # Every kernel on small problems first (smla check covers all head counts, caches and
     # query types; ~3 minutes under racecheck); then each GPU test. Racecheck skips
     # gpu_test_determinism and gpu_test_soak: their large batches take over 8 minutes
     # there, and their kernels are the ones check covers. About 8 minutes in all.
-    # What racecheck makes of race-free named-barrier exchanges shaped like bf16m's (a
-    # FAIL here means racecheck reports exchanges that are ordered: see RELIABILITY.md).
+    # racecheck misreads one ordered exchange: a shared write, bar.arrive, then the read
+    # after the matching bar.sync (PTX ISA 8.9.4: the arrive synchronizes with the sync).
+    # The probe, race-free by construction, checks that this is still so: it passes while
+    # racecheck reports its arrive -> sync hand-offs and the results are right (see
+    # RELIABILITY.md). On `smla check` a hazard fails the step unless both accesses are in
+    # bf16m, the one kernel whose warpgroups hand values over that way.
     step racecheck_probe-build nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o "$build/racecheck_probe" \
         "$root/scripts/racecheck_probe.cu" &&
         for variant in plain specialised; do
-            step "racecheck_probe-$variant" compute-sanitizer --tool racecheck --error-exitcode 9 \
-                "$build/racecheck_probe" $([ $variant = specialised ] && echo --specialised)
+            step "racecheck_probe-$variant" racecheck_expect_misread "$build/racecheck_probe" \
+                $([ $variant = specialised ] && echo --specialised)
         done
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
-    step check-racecheck compute-sanitizer --tool racecheck --error-exitcode 9 "$smla" check --token-heads 64
+    step check-racecheck racecheck_outside_bf16m "$smla" check --token-heads 64
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
 fi
 for t in "$build"/tests/gpu_*; do
@@ -146,10 +187,17 @@ soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
     ;;
 ab)
-    step configure_b cmake -S "$other" -B "$other/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-        step build_b cmake --build "$other/build-gpu" -j "$jobs" --target smla smla_cli &&
-        STEP_TIMEOUT=120 step smoke_b "$other/build-gpu/smla" check --token-heads 256 || {
-        cat "$summary"; tail -40 "$out/build_b.log" "$out/smoke_b.log"; exit 1; }
+    # Trees b, c, ... in the order given: each built and smoke-checked, then every bench
+    # argument list runs A, b, c, ..., twice.
+    names=(b c d e f g)
+    [ ${#others[@]} -le ${#names[@]} ] || { echo "ab: at most ${#names[@]} trees" >&2; exit 2; }
+    for i in "${!others[@]}"; do
+        name=${names[$i]} tree=${others[$i]}
+        step "configure_$name" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
+            step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
+            STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
+            unset "others[$i]" # a tree that fails is left out of the benches; the run fails
+    done
     n=0
     while [ $# -gt 0 ]; do
         args=()
@@ -158,7 +206,9 @@ ab)
         n=$((n + 1))
         for round in 1 2; do
             step "bench${n}_a$round" "$smla" bench "${args[@]}"
-            step "bench${n}_b$round" "$other/build-gpu/smla" bench "${args[@]}"
+            for i in "${!others[@]}"; do
+                step "bench${n}_${names[$i]}$round" "${others[$i]}/build-gpu/smla" bench "${args[@]}"
+            done
         done
     done
     ;;
