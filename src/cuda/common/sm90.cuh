@@ -25,15 +25,25 @@ __device__ __forceinline__ uint32_t tile_offset(uint32_t rows, uint32_t row, uin
 
 // wgmma shared-memory descriptor for a 128B-swizzled operand whose 8-row atoms are
 // 1024 bytes apart (SBO); LBO only matters for MN-major operands wider than one atom.
-__device__ __forceinline__ uint64_t desc_sw128(const void *smem, uint32_t lbo_bytes)
+// Kept as its two 32-bit words: an offset inside the operand only moves the start
+// address in the low word, so `desc + offset` is one 32-bit add. (As a 64-bit sum the
+// compiler must carry into the high word: an add, an add with carry and the moves to
+// uniform registers before every wgmma.)
+struct SmemDesc {
+    uint32_t lo, hi;
+    // The descriptor `units` 16-byte units further on (offsets stay inside the operand).
+    __device__ __forceinline__ uint64_t operator+(uint32_t units) const
+    {
+        return (static_cast<uint64_t>(hi) << 32) | (lo + units);
+    }
+    __device__ __forceinline__ operator uint64_t() const { return *this + 0u; }
+};
+__device__ __forceinline__ SmemDesc desc_sw128(const void *smem, uint32_t lbo_bytes)
 {
     const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-    uint64_t desc = 0;
-    desc |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
-    desc |= static_cast<uint64_t>((lbo_bytes >> 4) & 0x3FFF) << 16;
-    desc |= static_cast<uint64_t>((1024 >> 4) & 0x3FFF) << 32;
-    desc |= static_cast<uint64_t>(1) << 62; // 128-byte swizzle
-    return desc;
+    const uint32_t lo = ((addr & 0x3FFFF) >> 4) | (((lbo_bytes >> 4) & 0x3FFF) << 16);
+    const uint32_t hi = ((1024 >> 4) & 0x3FFF) | (1u << 30); // SBO; bits 62-63: 128-byte swizzle
+    return SmemDesc{lo, hi};
 }
 
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }

@@ -234,7 +234,7 @@ struct Consumer {
     __device__ void score(float (&s)[32], int buf, int k) const
     {
         const int first_half = wg == 0 ? 0 : 1; // the order the producer fills them in
-        const uint64_t desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.tile(buf), 0);
+        const SmemDesc desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.tile(buf), 0);
         for (int n = 0; n < 2; n++) {
             const int half = n == 0 ? first_half : 1 - first_half;
             mbar_wait(&sh.ready[buf * 2 + half], k & 1);
@@ -298,7 +298,7 @@ struct Consumer {
     // shared copy of the other WG.
     __device__ void accumulate_own(float (&o)[128], const uint4 (&pf)[4], int buf) const
     {
-        const uint64_t desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
+        const SmemDesc desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
         wgmma_fence();
 #pragma unroll
         for (int st = 0; st < 4; st++)
@@ -315,8 +315,8 @@ struct Consumer {
     }
     __device__ void accumulate_other(float (&o)[128], int buf) const
     {
-        const uint64_t desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
-        const uint64_t desc_p = desc_sw128(sh.p + buf * Layout::kPBytes, 0);
+        const SmemDesc desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
+        const SmemDesc desc_p = desc_sw128(sh.p + buf * Layout::kPBytes, 0);
         wgmma_fence();
 #pragma unroll
         for (int st = 0; st < 4; st++)
@@ -467,7 +467,9 @@ struct Consumer {
 // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
 __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
 {
-    const int tid = threadIdx.x, wg = tid / 128;
+    // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform:
+    // the descriptors and buffers that follow from it then live in uniform registers.
+    const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0);
     WorkItem w;
     // The consumer threads write an empty token's output; all threads agree on the result.
     if (!work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, &w))

@@ -54,7 +54,7 @@ template <int kHT> struct SharedTile {
     // S^T for this WG's 64 rows of the tile: s = K[64 x 512] . Q^T.
     static __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs, int wg)
     {
-        const uint64_t a0 = desc_sw128(tile + wg * (64 * 128), 0), b0 = desc_sw128(qs, 0);
+        const SmemDesc a0 = desc_sw128(tile + wg * (64 * 128), 0), b0 = desc_sw128(qs, 0);
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 32; ks++) // K = 512 in steps of 16
@@ -68,7 +68,7 @@ template <int kHT> struct SharedTile {
     // O^T[this WG's 256 dims] += V^T . P^T over the tile.
     static __device__ void accumulate(float (&o)[4][kSReg], const uint8_t *tile, const uint8_t *ps, int wg)
     {
-            const uint64_t a0 = desc_sw128(tile + 4 * wg * (kTileRows * 128), kTileRows * 128), b0 = desc_sw128(ps, 0);
+            const SmemDesc a0 = desc_sw128(tile + 4 * wg * (kTileRows * 128), kTileRows * 128), b0 = desc_sw128(ps, 0);
             wgmma_fence();
 #pragma unroll
             for (int step = 0; step < 8; step++) { // K = 128 rows in steps of 16
@@ -94,7 +94,9 @@ template <int kHT> struct SharedTile {
     // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
     static __device__ void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
     {
-        const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+        // wg broadcast from lane 0: warp-uniform to the compiler, so descriptors stay uniform.
+        const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = (tid % 128) / 32,
+                  lane = tid % 32;
         WorkItem w;
         if (!work_item(p, t, h0, kHT, split, kTileRows, tid, kThreads, &w))
             return;

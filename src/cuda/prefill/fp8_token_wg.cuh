@@ -128,7 +128,7 @@ template <int kHT, bool kShared> struct TokenWG {
     }
 
     // da, db: descriptors of the tile and of Q at K step 0; steps add constant offsets.
-    __device__ void score(float (&s)[kSReg], uint64_t da, uint64_t db) const
+    __device__ void score(float (&s)[kSReg], SmemDesc da, SmemDesc db) const
     {
 #pragma unroll
         for (int b = 0; b < 16; b += kBatch * kChain) {
@@ -159,7 +159,7 @@ template <int kHT, bool kShared> struct TokenWG {
     // (hi, lo). kGroupsPerWait groups are built, issued, and waited for together.
     // The thread reads rows 2q + 8i (+1) and dims warp*32 + 4g of each 128-dim block:
     // their swizzled offsets differ only by constants, from one base per row parity.
-    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, uint64_t dp) const
+    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, SmemDesc dp) const
     {
         const int g = lane / 4, q = lane % 4;
         const uint8_t *base[2];
@@ -225,7 +225,7 @@ template <int kHT, bool kShared> struct TokenWG {
         constexpr int kStages = L::kStages, kSlots = L::kRowSlots;
         const int r0 = row0();
 
-        const uint64_t desc_tiles = desc_sw128(tiles, 0), desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
+        const SmemDesc desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
 
         // Row addresses (this WG's share) of the first kStages tiles; the gather of the first
         // kStages - 1, one cp.async group each (Q joins the first). One group is committed
@@ -276,7 +276,7 @@ template <int kHT, bool kShared> struct TokenWG {
             const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
-            score(s, desc_tiles + stage * (L::kTileBytes / 16), desc_q);
+            score(s, desc_sw128(tiles + stage * L::kTileBytes, 0), desc_q);
 
             // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
             const int r_lo = warp * 16 + lane / 4;
@@ -397,7 +397,9 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(con
     static_assert(!kShared || wgs_per_cta<kHT>() == 2, "a shared CTA is two WGs of one token");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
-    const int wg = threadIdx.x / kWGThreads, tid = threadIdx.x % kWGThreads;
+    // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform
+    // (the descriptors that follow from it then live in uniform registers).
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / kWGThreads, 0), tid = threadIdx.x % kWGThreads;
     const int groups = p.num_heads / kHT;
     int64_t token_group, split;
     if (kShared) {
