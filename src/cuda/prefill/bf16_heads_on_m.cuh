@@ -52,7 +52,8 @@ struct Layout {
     static constexpr int kMaxOff = kScaleRowOff + 2 * kRows * 8;      // [WG][pair % 2][64] max hand-offs
     static constexpr int kSumOff = kMaxOff + 2 * 2 * kHeads * 4;      // [2 WGs][64] row sums
     static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;        // [64] max, [64] scale
-    static constexpr int kBarOff = kFinalOff + 2 * kHeads * 4;        // mbarriers
+    static constexpr int kValidOff = kFinalOff + 2 * kHeads * 4;      // [buf] 64-bit row masks
+    static constexpr int kBarOff = kValidOff + 2 * 8;                 // mbarriers
     static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
 };
@@ -61,6 +62,7 @@ static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 struct Shared {
     uint8_t *q, *tiles, *p, *scales;
     uint64_t *rows, *scale_rows_addr;
+    uint32_t *valid; // [buf * 2 + w]: bit r set when row 32w + r holds an entry
     float *max_handoff, *sums, *mfinal, *scale;
     // The max WG `wg` hands to the other in pair k: its own array, one per pair parity,
     // so no slot is rewritten before the pair after next.
@@ -75,6 +77,7 @@ struct Shared {
           sums(reinterpret_cast<float *>(smem + Layout::kSumOff)),
           mfinal(reinterpret_cast<float *>(smem + Layout::kFinalOff)),
           scale(reinterpret_cast<float *>(smem + Layout::kFinalOff) + kHeads),
+          valid(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)),
           ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
     {
     }
@@ -89,6 +92,22 @@ __device__ constexpr int fill_buf(int f) { return f == 0 || f == 2 ? 0 : 1; }
 __device__ constexpr int fill_half(int f) { return f == 0 || f == 3 ? 0 : 1; }
 
 // ---- producer -------------------------------------------------------------------------
+
+// Chunks i, i + 8, i + 16, i + 24 of one half of a BF16 row (a: its tagged address, 0
+// for an invalid row, which is zero-filled). With `half` a compile-time constant every
+// destination is one per-thread base plus a constant: row % 8 = i's row group, so the
+// 128-byte swizzle is the same for all four (tile_offset with the constants split out).
+__device__ __forceinline__ void copy_bf16_row_half(const AttentionParams &p, uint8_t *tile, int row, uint64_t a,
+                                                   int half, int i)
+{
+    // An invalid row reads nothing (size 0) from a valid address: Q.
+    const uint8_t *src = (a ? reinterpret_cast<const uint8_t *>(a & ~kRowTags) : static_cast<const uint8_t *>(p.q)) +
+                         512 * half + 16 * i;
+    uint8_t *dst = tile + 4 * half * (kRows * 128) + swizzle128(row, 16 * i);
+#pragma unroll
+    for (int m = 0; m < 4; m++) // chunk 32 * half + i + 8 * m
+        cp_async16(dst + m * (kRows * 128), src + 128 * m, a ? 16 : 0);
+}
 
 // One half (256 dims) of buffer `buf` by the 128 producer threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16, g + 32, g + 48.
@@ -117,14 +136,18 @@ __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int
                     cp_async8(scales + 8 * row, reinterpret_cast<const void *>(sh.scale_rows_addr[buf * kRows + row]), 8);
             }
         } else { // BF16 row, or zero fill
-#pragma unroll
-            for (int m = 0; m < 4; m++) {
-                const int c = 32 * half + i + 8 * m;
-                cp_async16(tile + tile_offset(kRows, row, 16 * c), a ? reinterpret_cast<const void *>(data + 16 * c) : p.q,
-                           a ? 16 : 0);
-            }
+            copy_bf16_row_half(p, tile, row, a, half, i);
         }
     }
+}
+
+// The BF16 copy when every row is BF16 (or invalid): the same chunks as copy_half.
+__device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
+{
+    const int g = tid / 8, i = tid % 8;
+#pragma unroll
+    for (int jr = 0; jr < 4; jr++)
+        copy_bf16_row_half(p, sh.tile(buf), g + 16 * jr, sh.rows[buf * kRows + g + 16 * jr], half, i);
 }
 
 // The landed raw data of one half widened to BF16 in place by the 128 producer threads.
@@ -149,9 +172,10 @@ __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 // arrivals count on `ready`); raw rows are widened and published one half behind the
 // copies (the next half's copies in flight meanwhile). Every half of a pair is published
 // before the producer waits for a buffer of the next pair: those buffers are released
-// only once the consumers had all four halves.
-__device__ inline void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid,
-                               bool widen)
+// only once the consumers had all four halves. The four halves are unrolled, so each
+// copy's buffer and half are constants.
+template <bool kWiden>
+__device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
     const int pairs = (w.ntiles + 1) / 2;
     EntrySlot next[2];
@@ -179,29 +203,34 @@ __device__ inline void produce(const AttentionParams &p, const Shared &sh, const
         const EntrySlot cur[2] = {next[0], next[1]};
         if (k + 1 < pairs)
             load_slots(k + 1);
-#pragma unroll 1
+#pragma unroll
         for (int f = 0; f < 4; f++) {
             const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
             mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
             if (f < 2) { // the first half of each buffer: its rows
-                if (tid < kRows) {
+                if (tid < kRows) { // warps 0 and 1
                     uint64_t scale_row = 0;
-                    sh.rows[buf * kRows + tid] = slot_row(p, buf == 0 ? cur[0] : cur[1], &scale_row);
+                    const uint64_t row = slot_row(p, buf == 0 ? cur[0] : cur[1], &scale_row);
+                    sh.rows[buf * kRows + tid] = row;
                     sh.scale_rows_addr[buf * kRows + tid] = scale_row;
+                    const uint32_t bits = __ballot_sync(0xffffffffu, row != 0);
+                    if (tid % 32 == 0)
+                        sh.valid[buf * 2 + tid / 32] = bits;
                 }
                 named_barrier(kProducer, 128);
             }
-            copy_half(p, sh, buf, half, tid);
-            if (widen) {
+            if (kWiden) {
+                copy_half(p, sh, buf, half, tid);
                 cp_async_commit();
                 if (f > 0)
                     publish(f - 1, false);
             } else {
+                copy_bf16_half(p, sh, buf, half, tid);
                 mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
                 mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
             }
         }
-        if (widen)
+        if (kWiden)
             publish(3, true);
     }
     cp_async_wait<0>(); // no copy outlives its thread
@@ -255,10 +284,12 @@ struct Consumer {
     // Scores in log2 units, invalid entries -inf; the max of rows r0, r0 + 8 over the tile.
     __device__ void mask_and_max(float (&s)[32], int buf, float (&mx)[2]) const
     {
+        // This thread's columns are 2 (lane % 4) + {0, 1} + 8j: one shift, then constant bits.
+        const uint64_t bits = *reinterpret_cast<const uint64_t *>(sh.valid + buf * 2) >> (2 * (lane % 4));
         mx[0] = mx[1] = -INFINITY;
 #pragma unroll
         for (int i = 0; i < 32; i++) {
-            const bool valid = sh.rows[buf * kRows + acc_col(i, lane)] != 0;
+            const bool valid = (bits >> (acc_col(i, 0))) & 1; // acc_col(i, lane) - 2 (lane % 4)
             s[i] = valid ? s[i] * p.scale_log2 : -INFINITY;
             mx[(i % 4) / 2] = fmaxf(mx[(i % 4) / 2], s[i]);
         }
@@ -488,7 +519,10 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     __syncthreads();
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
-        produce(p, sh, w, t, tid - 256, Bf16Gather<kRows, 256>::has_raw_rows(p));
+        if (Bf16Gather<kRows, 256>::has_raw_rows(p))
+            produce<true>(p, sh, w, t, tid - 256);
+        else
+            produce<false>(p, sh, w, t, tid - 256);
         return;
     }
     regs_increase<kConsumerRegs>();
