@@ -14,7 +14,8 @@
 #               kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
 #               per-SASS-line stall samples; the kernel durations of small decode batches
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
-#               presets, the BF16 flashmla-shapes and the gather ceilings (bench_gather)
+#               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
+#               16-head prefill presets and the gather ceilings (bench_gather)
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
@@ -182,6 +183,7 @@ dsmla)
     # fp8 rows through the BF16 path (widened) against the FP8 path, same shapes.
     step bench_fp8kv_bf16q "$smla" bench --preset flashmla-shapes --q bf16 --kv fp8 --json "$out/bench_fp8kv_bf16q.json"
     step bench_fp8kv_fp8q "$smla" bench --preset flashmla-shapes --q fp8 --kv fp8 --json "$out/bench_fp8kv_fp8q.json"
+    step bench_16heads "$smla" bench --preset v41-flash-tp4,v4-pro-tp8 --json "$out/bench_16heads.json"
     ;;
 soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000

@@ -375,7 +375,7 @@ struct Consumer {
     // that P (buffer 1) is issued at the start of the next pair, ahead of its S.
     __device__ void pair_wg0(float (&o)[128], float (&s)[32], float (&m_run)[2], float (&l)[2], int k) const
     {
-        const int own = 0, other = 1; // buffers
+        const int own = 0; // buffer (WG 1's, buffer 1, is read at the next pair's start)
         float mx[2], m[2], rs[2], f[2];
         mask_and_max(s, own, mx);
         // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
