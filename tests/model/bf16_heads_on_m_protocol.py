@@ -97,22 +97,12 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
         arrive(name, k)
         return lambda: named[name, k] == 2
 
-    def release_pv0_other():
-        # WG 0's P . V on WG 1's P (buffer 1, left half) of the previous pair: done.
-        readers[slot(1, 0)].discard("PV0")
-        free[slot(1, 0)].arrive()
-
     def compute(w):
         own, other = w, 1 - w
         for k in range(pairs):
             order = (0, 1) if w == 0 else (1, 0)  # the order the producer fills them in
-            for n, h in enumerate(order):
+            for h in order:
                 yield lambda h=h, k=k: ready[slot(own, h)].passed(k & 1, k)
-                if w == 0 and n == 0 and k > 0:
-                    # WG 0 issues S's first half behind the last pair's P . V on WG 1's P,
-                    # and releases that P . V's half once it is done.
-                    read(slot(own, h), f"S{own}")
-                    release_pv0_other()
             for h in (0, 1):
                 read(slot(own, h), f"S{own}")
                 readers[slot(own, h)].discard(f"S{own}")
@@ -127,9 +117,9 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
                 if not early_free:
                     free[slot(own, 0)].arrive()
                 yield sync("p1", k)
-                read(slot(other, 0), "PV0")  # issued; released in the next pair (or below)
-                if k == pairs - 1:
-                    release_pv0_other()
+                read(slot(other, 0), "PV0")
+                readers[slot(other, 0)].discard("PV0")
+                free[slot(other, 0)].arrive()
             else:
                 yield sync("max0", k)
                 arrive("max1", k)

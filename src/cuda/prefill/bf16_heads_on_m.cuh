@@ -12,8 +12,7 @@
 //
 // The two WGs agree on one running max per pair of tiles: WG 0 publishes max(m, its tile),
 // WG 1 adds its tile's max and publishes the final value, WG 0 rescales. While one WG does
-// its softmax the other's wgmmas run, and the gather runs ahead of both. WG 0 issues each
-// pair's S behind the previous pair's last P . V, so waiting for its tile overlaps it.
+// its softmax the other's wgmmas run, and the gather runs ahead of both.
 //
 // Every head's arithmetic is fixed (pairs start at the token's first tile; a missing odd
 // tile is all-invalid), so outputs do not depend on the batch or the segmentation; every
@@ -260,30 +259,24 @@ struct Consumer {
     const Shared &sh;
     int wg, tid, warp, lane, r0; // r0: this thread's first accumulator row (head); r0 + 8 the other
 
-    // S (+)= Q . K^T over half n (0: the one the producer fills first) of buffer `buf`
-    // (this WG's tile) for pair k: waits for the half, issues its 16 wgmmas and commits
-    // them; n = 0 starts S afresh.
-    __device__ void score_half(float (&s)[32], int buf, int n, int k) const
+    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims; waits for both halves.
+    __device__ void score(float (&s)[32], int buf, int k) const
     {
         const int first_half = wg == 0 ? 0 : 1; // the order the producer fills them in
-        const int half = n == 0 ? first_half : 1 - first_half;
         const SmemDesc desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.tile(buf), 0);
-        mbar_wait(&sh.ready[buf * 2 + half], k & 1);
-        fence_proxy_async();
-        wgmma_fence();
+        for (int n = 0; n < 2; n++) {
+            const int half = n == 0 ? first_half : 1 - first_half;
+            mbar_wait(&sh.ready[buf * 2 + half], k & 1);
+            fence_proxy_async();
+            wgmma_fence();
 #pragma unroll
-        for (int ks = 0; ks < 16; ks++) {
-            const int step = 16 * half + ks; // k16 step over the 512 dims
-            WgmmaBf16SS<64>::run(s, desc_q + ((step / 4) * (kHeads * 128) + (step % 4) * 32) / 16,
-                                 desc_k + ((step / 4) * (kRows * 128) + (step % 4) * 32) / 16, n > 0 || ks > 0);
+            for (int ks = 0; ks < 16; ks++) {
+                const int step = 16 * half + ks; // k16 step over the 512 dims
+                WgmmaBf16SS<64>::run(s, desc_q + ((step / 4) * (kHeads * 128) + (step % 4) * 32) / 16,
+                                     desc_k + ((step / 4) * (kRows * 128) + (step % 4) * 32) / 16, n > 0 || ks > 0);
+            }
+            wgmma_commit();
         }
-        wgmma_commit();
-    }
-    // The rest of S for pair k (from half `n`) and the wait for it.
-    __device__ void finish_score(float (&s)[32], int buf, int n, int k) const
-    {
-        for (; n < 2; n++)
-            score_half(s, buf, n, k);
         wgmma_wait<0>();
         fence_regs(s);
     }
@@ -371,127 +364,95 @@ struct Consumer {
         }
     }
 
-    // WG 0's part of pair k from a complete S, up to WG 1's P being ready; O += P . V on
-    // that P (buffer 1) is issued at the start of the next pair, ahead of its S.
-    __device__ void pair_wg0(float (&o)[128], float (&s)[32], float (&m_run)[2], float (&l)[2], int k) const
-    {
-        const int own = 0; // buffer (WG 1's, buffer 1, is read at the next pair's start)
-        float mx[2], m[2], rs[2], f[2];
-        mask_and_max(s, own, mx);
-        // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            m[r] = fmaxf(m_run[r], mx[r]);
-            f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
-        }
-        if (lane % 4 == 0) {
-            sh.handoff(0, k)[r0] = m[0];
-            sh.handoff(0, k)[r0 + 8] = m[1];
-        }
-        named_arrive(kMax0Ready, 256);
-        exponentiate(s, m, rs);
-        rescale(o, f);
-        uint4 pf[4];
-        p_fragments(s, pf);
-        accumulate_own(o, pf, own);
-        // The final max from WG 1: P, O and l move to it.
-        named_barrier(kMax1Ready, 256);
-        float g[2];
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const float m_final = sh.handoff(1, k)[r0 + 8 * r];
-            g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
-            l[r] = (l[r] * f[r] + rs[r]) * g[r];
-            m_run[r] = m_final;
-        }
-#pragma unroll
-        for (int i = 0; i < 32; i++)
-            s[i] *= g[(i % 4) / 2];
-        store_p(s, own);
-        named_arrive(kP0Ready, 256);
-        wgmma_wait<0>();
-        fence_regs(o);
-        keep_until_done(pf);
-        mbar_arrive(&sh.free_[own * 2 + 0]); // buffer 0, left half: S and P . V done
-        rescale(o, g);
-        named_barrier(kP1Ready, 256); // WG 1's P in shared memory: P . V on it starts the next pair
-    }
-
-    // WG 1's part of pair k.
-    __device__ void pair_wg1(float (&o)[128], float (&s)[32], float (&m_run)[2], float (&l)[2], int k) const
-    {
-        const int own = 1, other = 0; // buffers
-        float mx[2], m[2], rs[2], f[2];
-        mask_and_max(s, own, mx);
-        // The final max: WG 0's value (m and its tile) with this tile's.
-        named_barrier(kMax0Ready, 256);
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
-            f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
-        }
-        if (lane % 4 == 0) {
-            sh.handoff(1, k)[r0] = m[0];
-            sh.handoff(1, k)[r0 + 8] = m[1];
-        }
-        named_arrive(kMax1Ready, 256);
-        exponentiate(s, m, rs);
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            l[r] = l[r] * f[r] + rs[r];
-            m_run[r] = m[r];
-        }
-        rescale(o, f);
-        uint4 pf[4];
-        p_fragments(s, pf);
-        accumulate_own(o, pf, own);
-        store_p(s, own);
-        named_arrive(kP1Ready, 256);
-        named_barrier(kP0Ready, 256);
-        accumulate_other(o, other);
-        wgmma_wait<1>();
-        fence_regs(o);
-        keep_until_done(pf);
-        mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
-        wgmma_wait<0>();
-        fence_regs(o);
-        mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
-    }
-
     __device__ void run(const WorkItem &w, int64_t t, int h0, int split) const
     {
-        float o[128], s[32];
+        float o[128];
 #pragma unroll
         for (int i = 0; i < 128; i++)
             o[i] = 0.f;
         float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
         const int pairs = (w.ntiles + 1) / 2;
-        if (wg == 0) {
-            // Pair k's S is issued behind pair k - 1's last P . V (on WG 1's P), so the
-            // wait for buffer 0 overlaps that P . V; buffer 1's left half is released as
-            // soon as it is done.
-            for (int k = 0; k < pairs; k++) {
-                if (k > 0)
-                    accumulate_other(o, 1);
-                score_half(s, 0, 0, k);
-                if (k > 0) {
-                    wgmma_wait<1>();
-                    fence_regs(o);
-                    mbar_arrive(&sh.free_[1 * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+        const int own = wg, other = 1 - wg; // buffers
+        for (int k = 0; k < pairs; k++) {
+            float s[32], mx[2], m[2], rs[2], f[2];
+            score(s, own, k);
+            mask_and_max(s, own, mx);
+            if (wg == 0) {
+                // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    m[r] = fmaxf(m_run[r], mx[r]);
+                    f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
                 }
-                finish_score(s, 0, 1, k);
-                pair_wg0(o, s, m_run, l, k);
-            }
-            if (pairs > 0) {
-                accumulate_other(o, 1);
+                if (lane % 4 == 0) {
+                    sh.handoff(0, k)[r0] = m[0];
+                    sh.handoff(0, k)[r0 + 8] = m[1];
+                }
+                named_arrive(kMax0Ready, 256);
+                exponentiate(s, m, rs);
+                rescale(o, f);
+                uint4 pf[4];
+                p_fragments(s, pf);
+                accumulate_own(o, pf, own);
+                // The final max from WG 1: P, O and l move to it.
+                named_barrier(kMax1Ready, 256);
+                float g[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const float m_final = sh.handoff(1, k)[r0 + 8 * r];
+                    g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
+                    l[r] = (l[r] * f[r] + rs[r]) * g[r];
+                    m_run[r] = m_final;
+                }
+#pragma unroll
+                for (int i = 0; i < 32; i++)
+                    s[i] *= g[(i % 4) / 2];
+                store_p(s, own);
+                named_arrive(kP0Ready, 256);
                 wgmma_wait<0>();
                 fence_regs(o);
-                mbar_arrive(&sh.free_[1 * 2 + 0]);
-            }
-        } else {
-            for (int k = 0; k < pairs; k++) {
-                finish_score(s, 1, 0, k);
-                pair_wg1(o, s, m_run, l, k);
+                keep_until_done(pf);
+                mbar_arrive(&sh.free_[own * 2 + 0]); // buffer 0, left half: S and P . V done
+                rescale(o, g);
+                named_barrier(kP1Ready, 256);
+                accumulate_other(o, other);
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+            } else {
+                // The final max: WG 0's value (m and its tile) with this tile's.
+                named_barrier(kMax0Ready, 256);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
+                    f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
+                }
+                if (lane % 4 == 0) {
+                    sh.handoff(1, k)[r0] = m[0];
+                    sh.handoff(1, k)[r0 + 8] = m[1];
+                }
+                named_arrive(kMax1Ready, 256);
+                exponentiate(s, m, rs);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    l[r] = l[r] * f[r] + rs[r];
+                    m_run[r] = m[r];
+                }
+                rescale(o, f);
+                uint4 pf[4];
+                p_fragments(s, pf);
+                accumulate_own(o, pf, own);
+                store_p(s, own);
+                named_arrive(kP1Ready, 256);
+                named_barrier(kP0Ready, 256);
+                accumulate_other(o, other);
+                wgmma_wait<1>();
+                fence_regs(o);
+                keep_until_done(pf);
+                mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
             }
         }
         finish(o, m_run, l, t, h0, split, w.split);
