@@ -12,7 +12,8 @@
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 #     profile   the gather ceilings, then ncu (full set) on one launch of each attention
 #               kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
-#               per-SASS-line stall samples; the kernel durations of small decode batches
+#               per-SASS-line stall samples (read them with scripts/sass_stalls.py);
+#               the kernel durations of small decode batches
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets and the gather ceilings (bench_gather)
