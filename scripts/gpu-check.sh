@@ -92,29 +92,31 @@ sanitize_args() {
     esac
 }
 
-# racecheck over a command: its report, then the command's own exit status; fails (9) on
-# a hazard any of whose accesses is outside bf16m (see the sanitize mode).
+# racecheck over a command (arguments after LOG), its report saved in LOG and printed;
+# returns the command's own exit status.
+racecheck_log() {
+    compute-sanitizer --tool racecheck "${@:2}" >"$1" 2>&1
+    local rc=$?
+    cat "$1"
+    return $rc
+}
+export -f racecheck_log # the two below run in a child bash under `step`
+# Fails (9) on a hazard any of whose accesses is outside bf16m (see the sanitize mode).
 racecheck_outside_bf16m() {
-    local log rc
+    local log
     log=$(mktemp)
-    compute-sanitizer --tool racecheck "$@" >"$log" 2>&1
-    rc=$?
-    cat "$log"
-    [ $rc = 0 ] || return $rc
+    racecheck_log "$log" "$@" || return
     if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vq 'smla::bf16m::'; then
         echo "racecheck: a hazard outside bf16m's warpgroup hand-offs"
         return 9
     fi
 }
-# racecheck over the probe: passes while racecheck still reports its race-free arrive ->
-# sync hand-offs and the probe's results are right.
+# The probe: passes while racecheck still reports its race-free arrive -> sync hand-offs
+# and the probe's results are right.
 racecheck_expect_misread() {
-    local log rc
+    local log
     log=$(mktemp)
-    compute-sanitizer --tool racecheck "$@" >"$log" 2>&1
-    rc=$?
-    cat "$log"
-    [ $rc = 0 ] || return $rc
+    racecheck_log "$log" "$@" || return
     grep -q 'Race reported' "$log" || { echo "racecheck no longer misreads bar.arrive -> bar.sync: make check-racecheck strict"; return 9; }
 }
 

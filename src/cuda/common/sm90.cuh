@@ -150,6 +150,12 @@ __device__ __forceinline__ void named_arrive(int id, int threads)
     asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// A value the caller knows is the same in every lane of the warp (a warpgroup index),
+// broadcast from lane 0 so that the compiler knows it too: descriptors and buffers derived
+// from it then live in uniform registers (derived from threadIdx alone, they are moved to
+// uniform registers before every wgmma).
+template <typename T> __device__ __forceinline__ T warp_uniform(T v) { return __shfl_sync(0xffffffffu, v, 0); }
+
 // Warpgroup register reallocation (warp-specialised kernels).
 template <int kRegs> __device__ __forceinline__ void regs_increase()
 {

@@ -498,9 +498,7 @@ struct Consumer {
 // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
 __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
 {
-    // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform:
-    // the descriptors and buffers that follow from it then live in uniform registers.
-    const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0);
+    const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
     WorkItem w;
     // The consumer threads write an empty token's output; all threads agree on the result.
     if (!work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, &w))

@@ -94,9 +94,7 @@ template <int kHT> struct SharedTile {
     // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
     static __device__ void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
     {
-        // wg broadcast from lane 0: warp-uniform to the compiler, so descriptors stay uniform.
-        const int tid = threadIdx.x, wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = (tid % 128) / 32,
-                  lane = tid % 32;
+        const int tid = threadIdx.x, wg = warp_uniform(tid / 128), warp = (tid % 128) / 32, lane = tid % 32;
         WorkItem w;
         if (!work_item(p, t, h0, kHT, split, kTileRows, tid, kThreads, &w))
             return;

@@ -397,9 +397,7 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(con
     static_assert(!kShared || wgs_per_cta<kHT>() == 2, "a shared CTA is two WGs of one token");
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
-    // The warpgroup index, broadcast from lane 0 so the compiler knows it is warp-uniform
-    // (the descriptors that follow from it then live in uniform registers).
-    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / kWGThreads, 0), tid = threadIdx.x % kWGThreads;
+    const int wg = warp_uniform(threadIdx.x / kWGThreads), tid = threadIdx.x % kWGThreads;
     const int groups = p.num_heads / kHT;
     int64_t token_group, split;
     if (kShared) {
