@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes src/cuda/common/wgmma_ops.cuh: the wgmma instructions smla uses, one inline-asm
-wrapper per accumulator width N (8, 16, 32, 64; 256 for the P.V of 64-head tiles). Each
+wrapper per accumulator width N (8, 16, 32, 64; 256 for the P.V of 64-head tiles, BF16
+and E4M3). Each
 N needs its own operand list, which is why this is generated rather than written by
 hand. Run from the repository root."""
 
@@ -45,7 +46,7 @@ def main():
         "",
         "namespace smla {",
         "",
-        "// A and B from shared-memory descriptors, E4M3, K = 32.",
+        "// A and B from shared-memory descriptors, E4M3, K = 32 (both K-major).",
         "template <int N> struct WgmmaFp8SS;",
         "// A from registers (4 x b32 per thread), B from a descriptor, E4M3, K = 32.",
         "template <int N> struct WgmmaFp8RS;",
@@ -68,6 +69,9 @@ def main():
                            ['"l"(a)'], "desc", ", 0, 0"))
         out.append(wrapper("WgmmaBf16SSTransA", n, f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16",
                            ['"l"(a)'], "desc", ", 1, 0"))
+    for name, a_ops, kind in (("WgmmaFp8SS", ['"l"(a)'], "desc"),
+                              ("WgmmaFp8RS", ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs")):
+        out.append(wrapper(name, 256, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", a_ops, kind, ""))
     out.append(wrapper("WgmmaBf16SSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
                        ['"l"(a)'], "desc", ", 0, 1"))
     out.append(wrapper("WgmmaBf16RSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",

@@ -46,6 +46,25 @@ __device__ __forceinline__ SmemDesc desc_sw128(const void *smem, uint32_t lbo_by
     return SmemDesc{lo, hi};
 }
 
+// The 64-byte swizzle, for K-major operands whose rows are 64 bytes (64 E4M3 values):
+// inside every 512-byte atom of 8 rows x 64 B, the 16-byte chunk index is XORed with
+// bits 1-2 of the row index (address bits 7-8 into 4-5).
+__device__ __forceinline__ uint32_t swizzle64(uint32_t row, uint32_t byte_in_row64)
+{
+    const uint32_t chunk = (byte_in_row64 >> 4) ^ ((row >> 1) & 3);
+    return row * 64 + (chunk << 4) + (byte_in_row64 & 15);
+}
+
+// Descriptor of a 64B-swizzled K-major operand of 64-byte rows (8-row atoms 512 B apart;
+// LBO unused: a K step of 32 bytes stays inside the swizzle width).
+__device__ __forceinline__ SmemDesc desc_sw64(const void *smem)
+{
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    const uint32_t lo = ((addr & 0x3FFFF) >> 4) | (1u << 16);
+    const uint32_t hi = ((512 >> 4) & 0x3FFF) | (2u << 30); // SBO; bits 62-63: 64-byte swizzle
+    return SmemDesc{lo, hi};
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait()
@@ -184,6 +203,20 @@ __device__ __forceinline__ void transpose4x4_bytes(const uint32_t (&w)[4], uint3
     o[1] = prmt(t0, t2, 0x7632);
     o[2] = prmt(t1, t3, 0x5410);
     o[3] = prmt(t1, t3, 0x7632);
+}
+
+// Two values as hi + lo E4M3 planes (each a pair, low byte = the first value): hi the
+// nearest E4M3, lo the nearest E4M3 of the remainder (computed in f16, where it is exact),
+// so hi + lo keeps ~8 bits of each value. Values are at most 448 and well inside f16.
+__device__ __forceinline__ void f32x2_to_e4m3x2_hi_lo(float a, float b, uint16_t &hi, uint16_t &lo)
+{
+    const __half2 v = __floats2half2_rn(a, b);
+    const uint32_t vb = *reinterpret_cast<const uint32_t *>(&v);
+    uint32_t hb;
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(hi) : "r"(vb));
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(hb) : "h"(hi));
+    const __half2 r = __hsub2(v, *reinterpret_cast<const __half2 *>(&hb));
+    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(lo) : "r"(*reinterpret_cast<const uint32_t *>(&r)));
 }
 
 // Two floats to two E4M3 (saturating, round to nearest even), low byte = a.

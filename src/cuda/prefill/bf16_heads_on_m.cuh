@@ -25,19 +25,16 @@
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
 #include "bf16_gather.cuh"
+#include "heads_on_m.cuh"
 #include "params.cuh"
 
 namespace smla {
 namespace bf16m {
 
-constexpr int kRows = 64;   // KV entries per tile
-constexpr int kHeads = 64;  // heads per CTA: wgmma's M
+using namespace heads_on_m;
 constexpr int kThreads = 384;
 constexpr int kConsumerRegs = 216, kProducerRegs = 72;
 static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
-
-// Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
-enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };
 
 struct Layout {
     static constexpr int kHalfBytes = kRows * 512;                    // 256 dims of 64 rows
@@ -281,37 +278,6 @@ struct Consumer {
         fence_regs(s);
     }
 
-    // Scores in log2 units, invalid entries -inf; the max of rows r0, r0 + 8 over the tile.
-    __device__ void mask_and_max(float (&s)[32], int buf, float (&mx)[2]) const
-    {
-        // This thread's columns are 2 (lane % 4) + {0, 1} + 8j: one shift, then constant bits.
-        const uint64_t bits = *reinterpret_cast<const uint64_t *>(sh.valid + buf * 2) >> (2 * (lane % 4));
-        mx[0] = mx[1] = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            const bool valid = (bits >> (acc_col(i, 0))) & 1; // acc_col(i, lane) - 2 (lane % 4)
-            s[i] = valid ? s[i] * p.scale_log2 : -INFINITY;
-            mx[(i % 4) / 2] = fmaxf(mx[(i % 4) / 2], s[i]);
-        }
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-            mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        }
-    }
-
-    // P = exp2(s - m) in place; returns the row sums of this tile.
-    __device__ void exponentiate(float (&s)[32], const float (&m)[2], float (&rs)[2]) const
-    {
-        rs[0] = rs[1] = 0.f;
-#pragma unroll
-        for (int i = 0; i < 32; i++) {
-            const int r = (i % 4) / 2;
-            s[i] = fast_exp2(s[i] - (m[r] == -INFINITY ? 0.f : m[r]));
-            rs[r] += s[i];
-        }
-    }
-
     // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
     __device__ void store_p(const float (&s)[32], int buf) const
     {
@@ -355,15 +321,6 @@ struct Consumer {
         wgmma_commit();
     }
 
-    __device__ static void rescale(float (&o)[128], const float (&f)[2])
-    {
-        if (__any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) {
-#pragma unroll
-            for (int i = 0; i < 128; i++)
-                o[i] *= f[(i % 4) / 2];
-        }
-    }
-
     __device__ void run(const WorkItem &w, int64_t t, int h0, int split) const
     {
         float o[128];
@@ -376,18 +333,15 @@ struct Consumer {
         for (int k = 0; k < pairs; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
             score(s, own, k);
-            mask_and_max(s, own, mx);
+            mask_and_max(s, *reinterpret_cast<const uint64_t *>(sh.valid + own * 2), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     m[r] = fmaxf(m_run[r], mx[r]);
-                    f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
+                    f[r] = move_factor(m_run[r], m[r]);
                 }
-                if (lane % 4 == 0) {
-                    sh.handoff(0, k)[r0] = m[0];
-                    sh.handoff(0, k)[r0 + 8] = m[1];
-                }
+                publish_max(sh.handoff(0, k), r0, lane, m);
                 named_arrive(kMax0Ready, 256);
                 exponentiate(s, m, rs);
                 rescale(o, f);
@@ -425,12 +379,9 @@ struct Consumer {
 #pragma unroll
                 for (int r = 0; r < 2; r++) {
                     m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
-                    f[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m_run[r] - m[r]);
+                    f[r] = move_factor(m_run[r], m[r]);
                 }
-                if (lane % 4 == 0) {
-                    sh.handoff(1, k)[r0] = m[0];
-                    sh.handoff(1, k)[r0 + 8] = m[1];
-                }
+                publish_max(sh.handoff(1, k), r0, lane, m);
                 named_arrive(kMax1Ready, 256);
                 exponentiate(s, m, rs);
 #pragma unroll
@@ -455,43 +406,8 @@ struct Consumer {
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
             }
         }
-        finish(o, m_run, l, t, h0, split, w.split);
-    }
-
-    // Row sums over the quad and both WGs; final scale or partials; this WG's 256 dims.
-    __device__ void finish(float (&o)[128], const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
-                           bool split_token) const
-    {
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-            l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        }
-        if (lane % 4 == 0) {
-            sh.sums[wg * kHeads + r0] = l[0];
-            sh.sums[wg * kHeads + r0 + 8] = l[1];
-            if (wg == 0) {
-                sh.mfinal[r0] = m_run[0];
-                sh.mfinal[r0 + 8] = m_run[1];
-            }
-        }
-        named_barrier(kConsumers, 256);
-        if (tid < kHeads)
-            finish_head(p, t, h0, tid, split, split_token, sh.mfinal[tid], sh.sums, 2, kHeads, 1.f, sh.scale);
-        named_barrier(kConsumers, 256);
-        const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
-#pragma unroll
-        for (int i = 0; i < 128; i += 2) {
-            const int r = (i % 4) / 2, head = r0 + 8 * r, d = 256 * wg + acc_col(i, lane);
-            const float v0 = o[i] * f[r], v1 = o[i + 1] * f[r];
-            if (split_token) {
-                *reinterpret_cast<float2 *>(p.partial_o + partial_index(p, t, h0 + head, split) * 512 + d) =
-                    make_float2(v0, v1);
-            } else {
-                const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
-                *reinterpret_cast<__nv_bfloat162 *>(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512 + d) = b;
-            }
-        }
+        finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
+               1.f);
     }
 };
 

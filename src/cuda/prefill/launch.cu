@@ -1,11 +1,12 @@
-// The CUDA backend of smla_attention: picks the kernel (FP8 path, BF16 path with heads
-// on M for 64-head groups, BF16 path with entries on M for 8-32 heads) and the heads per
+// The CUDA backend of smla_attention: picks the kernel (FP8 or BF16 path, each with heads
+// on M for 64-head groups and heads on N or entries on M for 8-32 heads) and the heads per
 // CTA from the problem and the GPU, and launches it on the caller's stream.
 #include <cuda_runtime.h>
 
 #include "bf16_heads_on_m.cuh"
 #include "bf16_shared_tile.cuh"
 #include "combine.cuh"
+#include "fp8_heads_on_m.cuh"
 #include "fp8_token_wg.cuh"
 
 extern "C" {
@@ -83,14 +84,15 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
     return cudaGetLastError();
 }
 
-cudaError_t launch_bf16_heads_on_m(const AttentionParams &p, cudaStream_t stream)
+// A heads-on-M kernel (bf16m or fp8m): one CTA per (token, 64-head group, split).
+cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int threads, const AttentionParams &p,
+                              cudaStream_t stream)
 {
-    constexpr int smem = bf16m::Layout::kBytes;
-    cudaError_t err = cudaFuncSetAttribute(bf16m::kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (err != cudaSuccess)
         return err;
-    const int64_t ctas = p.num_tokens * (p.num_heads / bf16m::kHeads) * p.splits;
-    bf16m::kernel<<<static_cast<unsigned>(ctas), bf16m::kThreads, smem, stream>>>(p);
+    const int64_t ctas = p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
+    kernel<<<static_cast<unsigned>(ctas), threads, smem, stream>>>(p);
     return cudaGetLastError();
 }
 
@@ -103,7 +105,10 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
     case 8: err = fp8_path ? launch_fp8<8>(p, stream) : launch_bf16<8>(p, stream); break;
     case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
     case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
-    default: err = launch_bf16_heads_on_m(p, stream); break;
+    default:
+        err = fp8_path ? launch_heads_on_m(fp8m::kernel, fp8m::Layout::kBytes, fp8m::kThreads, p, stream)
+                       : launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, bf16m::kThreads, p, stream);
+        break;
     }
     if (err != cudaSuccess || p.splits == 1)
         return err;
@@ -164,17 +169,18 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.num_heads = pr->num_heads;
     const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
     const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
-    // FP8: heads per warpgroup, at most 32 (a WG holds O^T for 512 dims), enough work
-    // items for every SM (two WGs each). BF16: 64-head groups always take the heads-on-M
-    // kernel, whatever the batch (its arithmetic differs from the other kernel's, so a
-    // batch-dependent choice would break bit-identity); 8-32 heads the entries-on-M kernel,
-    // whose heads are computed alike whatever the head tile.
-    const bool heads_on_m = !fp8_path && pr->num_heads % bf16m::kHeads == 0;
-    p.heads_per_cta = fp8_path     ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
-                      : heads_on_m ? bf16m::kHeads
-                                   : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
-    p.tile_rows = fp8_path ? fp8wg::kRows : heads_on_m ? bf16m::kRows : bf16::kTileRows;
-    choose_splits(pr, fp8_path ? 2 * ctx->sm_count : ctx->sm_count, &p);
+    // 64-head groups always take a heads-on-M kernel (fp8m or bf16m), whatever the batch
+    // (their arithmetic differs from the other kernels', so a batch-dependent choice would
+    // break bit-identity). 8-32 heads: FP8, heads per warpgroup (at most 32: a WG holds
+    // O^T for 512 dims), enough work items for every SM (two WGs each); BF16, the
+    // entries-on-M kernel. Both compute every head alike whatever the head tile.
+    const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
+    const bool fp8_wg = fp8_path && !on_m;
+    p.heads_per_cta = on_m ? heads_on_m::kHeads
+                      : fp8_wg   ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
+                                 : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
+    p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
+    choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, &p);
     const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
     if (items > 0x7FFFFFFF || pr->num_tokens * pr->num_heads > 0x7FFFFFFF)
         return smla_fail(ctx, SMLA_ERR_SHAPE, "q: %lld tokens are more than one launch can hold", (long long)pr->num_tokens);

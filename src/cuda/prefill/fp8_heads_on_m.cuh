@@ -1,0 +1,492 @@
+// SM90 sparse MLA attention, FP8 path for 64-head groups (64 and 128 heads, E4M3 queries
+// over `fp8` caches): bf16m's structure (bf16_heads_on_m.cuh) on FP8 wgmma. One CTA
+// computes one token for 64 heads, 64 KV entries (a tile) at a time:
+//
+//   WG 2, the producer: copies a tile's E4M3 rows with cp.async (K: [64 entries][512 B],
+//     the B operand of S), then writes them transposed (V^T: [512 dims][64 entries]):
+//     FP8 wgmma reads only K-major operands, so P . V needs the entries contiguous.
+//   WG 0 takes the even tiles, WG 1 the odd ones, two at a time: S = Q . K^T for its own
+//     tile (m64n64k32), then O_half += P . V_half over both tiles of the pair (m64n256k32),
+//     WG 0 owning output dims 0-255, WG 1 dims 256-511: its own P from registers, the
+//     other WG's from shared memory. The max hand-off is bf16m's (heads_on_m.cuh).
+//
+// Precision (as the FP8 path's other kernel, fp8_token_wg.cuh): FP8 wgmma keeps only ~14
+// bits of a running sum, so every K step of S gets fresh accumulators, added in FP32; P is
+// two E4M3 planes, hi + lo, of 256 p, both multiplied.
+//
+// P's K order: the A fragment of an m64nNk32 E4M3 wgmma gives a thread bytes 4q..4q+3 and
+// 16+4q..16+4q+3 of its rows (q = lane % 4), while its S accumulators hold entries
+// 8j + 2q + {0, 1}. Instead of moving bytes between lanes, the K order of P and V^T is a
+// permutation of the entries: K position 32st + 16hf + 4q + b holds entry
+// 32st + 16hf + 8(b / 2) + 2q + b % 2 (st: K step, hf: half of it, b: byte).
+//
+// Every 64- or 128-head FP8 problem takes this kernel, whatever the batch, and each head's
+// arithmetic is fixed, so outputs do not depend on the batch or the segmentation.
+#pragma once
+#include <cstdint>
+
+#include "../common/sm90.cuh"
+#include "../common/softmax.cuh"
+#include "../common/token_entries.cuh"
+#include "../common/wgmma_ops.cuh"
+#include "heads_on_m.cuh"
+#include "params.cuh"
+
+namespace smla {
+namespace fp8m {
+
+using namespace heads_on_m;
+constexpr int kThreads = 384;
+constexpr int kConsumerRegs = 232, kProducerRegs = 48;
+static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
+constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
+
+struct Layout {
+    static constexpr int kQOff = 0;                           // [64 heads][512] E4M3, 128 B column blocks
+    static constexpr int kKBytes = kRows * 512;               // [64 entries][512], 128 B column blocks
+    static constexpr int kKOff = kQOff + kHeads * 512;        // 2 buffers
+    static constexpr int kVBytes = 512 * kRows;               // [512 dims][64 entries], 64 B swizzle
+    static constexpr int kVHalfBytes = kVBytes / 2;           // 256 dims: one consumer WG's
+    static constexpr int kVOff = kKOff + 2 * kKBytes;         // 2 buffers
+    static constexpr int kPPlane = kHeads * kRows;            // [64 heads][64 entries], 64 B swizzle
+    static constexpr int kPOff = kVOff + 2 * kVBytes;         // [buf][hi, lo]
+    static constexpr int kRowOff = kPOff + 4 * kPPlane;       // [buf][64] row addresses
+    static constexpr int kMaxOff = kRowOff + 2 * kRows * 8;   // [WG][pair % 2][64] max hand-offs
+    static constexpr int kSumOff = kMaxOff + 2 * 2 * kHeads * 4; // [2 WGs][64] row sums
+    static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;   // [64] max, [64] scale
+    static constexpr int kValidOff = kFinalOff + 2 * kHeads * 4; // [buf] 64-bit row masks
+    static constexpr int kBarOff = kValidOff + 2 * 8;            // mbarriers
+    // k_ready [buf][half] (cp.async arrivals), v_ready [buf][half] (transposed),
+    // k_free [buf] (S done), v_free [buf][half] (P . V over that half done)
+    static constexpr int kBars = 4 + 4 + 2 + 4;
+    static constexpr int kBytes = kBarOff + kBars * 8 + 1024; // + alignment slack
+};
+static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
+
+struct Shared {
+    uint8_t *q, *k_tiles, *v_tiles, *p;
+    uint64_t *rows;
+    uint32_t *valid; // [buf * 2 + w]: bit r set when row 32w + r holds an entry
+    float *max_handoff, *sums, *mfinal, *scale;
+    uint64_t *k_ready, *v_ready, *k_free, *v_free;
+
+    __device__ explicit Shared(uint8_t *smem)
+        : q(smem + Layout::kQOff), k_tiles(smem + Layout::kKOff), v_tiles(smem + Layout::kVOff),
+          p(smem + Layout::kPOff), rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
+          valid(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)),
+          max_handoff(reinterpret_cast<float *>(smem + Layout::kMaxOff)),
+          sums(reinterpret_cast<float *>(smem + Layout::kSumOff)),
+          mfinal(reinterpret_cast<float *>(smem + Layout::kFinalOff)),
+          scale(reinterpret_cast<float *>(smem + Layout::kFinalOff) + kHeads),
+          k_ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), v_ready(k_ready + 4), k_free(v_ready + 4),
+          v_free(k_free + 2)
+    {
+    }
+    __device__ uint8_t *k(int buf) const { return k_tiles + buf * Layout::kKBytes; }
+    __device__ uint8_t *v(int buf) const { return v_tiles + buf * Layout::kVBytes; }
+    __device__ uint8_t *p_plane(int buf, int plane) const { return p + (buf * 2 + plane) * Layout::kPPlane; }
+    __device__ uint64_t valid_rows(int buf) const { return *reinterpret_cast<const uint64_t *>(valid + buf * 2); }
+    // The max WG `wg` hands to the other in pair k (see bf16m::Shared::handoff).
+    __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
+};
+
+// ---- producer -------------------------------------------------------------------------
+
+// One half (256 dims) of K buffer `buf` by the 128 producer threads: thread (g = tid / 8,
+// i = tid % 8) copies the 16-byte chunks 16 half + i and 16 half + i + 8 of rows g,
+// g + 16, g + 32, g + 48 (one swizzle for all: row % 8 = g % 8). Invalid rows are
+// zero-filled.
+__device__ __forceinline__ void copy_k_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
+{
+    const int g = tid / 8, i = tid % 8;
+    uint8_t *dst = sh.k(buf) + 2 * half * (kRows * 128) + swizzle128(g, 16 * i);
+#pragma unroll
+    for (int jr = 0; jr < 4; jr++) {
+        const uint64_t a = sh.rows[buf * kRows + g + 16 * jr];
+        // An invalid row reads nothing (size 0) from a valid address: Q.
+        const uint8_t *src = (a ? reinterpret_cast<const uint8_t *>(a) : static_cast<const uint8_t *>(p.q)) +
+                             256 * half + 16 * i;
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+            cp_async16(dst + jr * 16 * 128 + m * (kRows * 128), src + 128 * m, a ? 16 : 0);
+    }
+}
+
+// One half (256 dims) of buffer `buf` transposed from K to V^T by the 128 producer
+// threads. A unit is one entry quad (the 4 entries at K positions 32st + 16hf + 4q + 0..3)
+// times one 16-byte chunk (16 dims): four 16-byte loads, four 4x4 byte transposes, and
+// sixteen 4-byte stores, one per dim row. Lane bits: q (0-1), the chunk's low bit (2),
+// hf (3), st (4), so the loads of a quarter warp fall on 8 distinct bank groups.
+__device__ inline void transpose_half(const Shared &sh, int buf, int half, int tid)
+{
+    const int warp = tid / 32, lane = tid % 32;
+    const int q = lane % 4, cbit = (lane / 4) % 2, hf = (lane / 8) % 2, st = lane / 16;
+    const int base_row = 32 * st + 16 * hf + 2 * q; // the quad: base_row + {0, 1, 8, 9}
+    const int c7 = 2 * warp + cbit;                  // chunk % 8 (chunk = 16 half + 8 it + c7)
+    const uint8_t *k_tile = sh.k(buf);
+    // Row base_row + o, chunk c: (2 half + it) * 8 KB + row * 128 + ((c7 ^ row % 8) << 4).
+    const uint8_t *rd[2];
+#pragma unroll
+    for (int b = 0; b < 2; b++)
+        rd[b] = k_tile + 2 * half * (kRows * 128) + base_row * 128 + ((c7 ^ ((2 * q + b) & 7)) << 4);
+    // Dim row d = 256 half + 16 (8 it + c7) + 4 wd + j, K byte 32 st + 16 hf + 4q: the
+    // 64 B swizzle XORs chunk 2st + hf with (d >> 1) & 3 = (2 wd + j / 2) & 3.
+    uint8_t *v_tile = sh.v(buf) + (256 * half + 16 * c7) * 64 + 4 * q;
+    uint32_t wr[4];
+#pragma unroll
+    for (int x = 0; x < 4; x++)
+        wr[x] = static_cast<uint32_t>(((2 * st + hf) ^ x) << 4);
+#pragma unroll
+    for (int it = 0; it < 2; it++) {
+        uint4 in[4];
+        const int roff[4] = {0, 1, 8, 9};
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            in[r] = *reinterpret_cast<const uint4 *>(rd[roff[r] & 1] + it * (kRows * 128) + roff[r] * 128);
+#pragma unroll
+        for (int wd = 0; wd < 4; wd++) {
+            const uint32_t w[4] = {(&in[0].x)[wd], (&in[1].x)[wd], (&in[2].x)[wd], (&in[3].x)[wd]};
+            uint32_t t[4];
+            transpose4x4_bytes(w, t);
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                const int d = it * 128 + 4 * wd + j; // dim row offset from the thread's base
+                *reinterpret_cast<uint32_t *>(v_tile + d * 64 + wr[(2 * wd + j / 2) & 3]) = t[j];
+            }
+        }
+    }
+}
+
+// The producer WG. Per pair of tiles, for each buffer: V^T of this pair once its K landed
+// and the consumers finished the previous pair's P . V there, then (once that buffer's S
+// is done) the next pair's rows and K copies, so each K copy runs while the consumers
+// finish the pair before. Slot ids are loaded a pair ahead.
+__device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
+{
+    const int pairs = (w.ntiles + 1) / 2;
+    EntrySlot next[2];
+    auto load_slots = [&](int k) {
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+            const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
+            next[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
+        }
+    };
+    // Rows and K of buffer b from slot ids `slot`; the K halves are published as they land.
+    auto fill = [&](int b, EntrySlot slot) {
+        if (tid < kRows) { // warps 0 and 1
+            const uint64_t row = slot_row(p, slot) & ~kRowTags; // every row is E4M3 here
+            sh.rows[b * kRows + tid] = row;
+            const uint32_t bits = __ballot_sync(0xffffffffu, row != 0);
+            if (tid % 32 == 0)
+                sh.valid[b * 2 + tid / 32] = bits;
+        }
+        named_barrier(kProducer, 128);
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            copy_k_half(p, sh, b, h, tid);
+            mbar_arrive_cp_async(&sh.k_ready[b * 2 + h]); // when this thread's copies land
+            mbar_arrive(&sh.k_ready[b * 2 + h]);          // its row addresses are in shared memory
+        }
+    };
+    load_slots(0);
+    fill(0, next[0]);
+    fill(1, next[1]);
+    for (int k = 0; k < pairs; k++) {
+        const bool more = k + 1 < pairs;
+        if (more)
+            load_slots(k + 1);
+#pragma unroll
+        for (int b = 0; b < 2; b++) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                mbar_wait(&sh.k_ready[b * 2 + h], k & 1);
+                mbar_wait(&sh.v_free[b * 2 + h], (k & 1) ^ 1);
+                transpose_half(sh, b, h, tid);
+                fence_proxy_async();
+                mbar_arrive(&sh.v_ready[b * 2 + h]);
+            }
+            if (more) {
+                mbar_wait(&sh.k_free[b], k & 1);
+                fill(b, next[b]);
+            }
+        }
+    }
+    cp_async_wait<0>(); // no copy outlives its thread
+}
+
+// ---- consumers ------------------------------------------------------------------------
+
+// P as hi and lo E4M3 A fragments of the two K steps of P . V, from the S accumulators
+// (m64n64 layout; see the header comment for the K order): register r of step st holds
+// row r0 + 8 (r % 2), entries 32st + 16 (r / 2) + 2q + {0, 1, 8, 9}, i.e. accumulators
+// 16st + 8 (r / 2) + 2 (r % 2) + {0, 1, 4, 5}.
+__device__ __forceinline__ void p_planes(const float (&s)[32], uint4 (&hi)[2], uint4 (&lo)[2])
+{
+#pragma unroll
+    for (int st = 0; st < 2; st++) {
+        uint32_t h[4], l[4];
+#pragma unroll
+        for (int r = 0; r < 4; r++) {
+            const int i = 16 * st + 8 * (r / 2) + 2 * (r % 2);
+            uint16_t h0, l0, h1, l1;
+            f32x2_to_e4m3x2_hi_lo(s[i] * kPScale, s[i + 1] * kPScale, h0, l0);
+            f32x2_to_e4m3x2_hi_lo(s[i + 4] * kPScale, s[i + 5] * kPScale, h1, l1);
+            h[r] = static_cast<uint32_t>(h0) | (static_cast<uint32_t>(h1) << 16);
+            l[r] = static_cast<uint32_t>(l0) | (static_cast<uint32_t>(l1) << 16);
+        }
+        hi[st] = make_uint4(h[0], h[1], h[2], h[3]);
+        lo[st] = make_uint4(l[0], l[1], l[2], l[3]);
+    }
+}
+
+// The wgmmas read their register operands asynchronously: this keeps the compiler from
+// reusing those registers before the wait that ends them.
+__device__ __forceinline__ void keep_until_done(const uint4 (&a)[2], const uint4 (&b)[2])
+{
+#pragma unroll
+    for (int st = 0; st < 2; st++)
+        asm volatile("" ::"r"(a[st].x), "r"(a[st].y), "r"(a[st].z), "r"(a[st].w), "r"(b[st].x), "r"(b[st].y),
+                     "r"(b[st].z), "r"(b[st].w));
+}
+
+struct Consumer {
+    const AttentionParams &p;
+    const Shared &sh;
+    int wg, tid, lane, r0; // r0: this thread's first accumulator row (head); r0 + 8 the other
+
+    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims. Every K step into
+    // fresh accumulators, added in FP32 while the next wgmmas run: each step as two
+    // m64n32 halves (entries 0-31, 32-63), kSets half-steps in flight (registers: O, S and
+    // kSets x 16).
+    static constexpr int kSets = 2;
+    __device__ void score(float (&s)[32], int buf, int k) const
+    {
+        const SmemDesc desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.k(buf), 0);
+        float part[kSets][16];
+#pragma unroll
+        for (int n = 0; n < 32 + kSets - 1; n++) {
+            if (n < 32) { // half-step n: K step n / 2, entries 32 (n % 2) ..
+                const int ks = n / 2, h = n % 2;
+                if (n % 16 == 0) { // each half of K as it lands
+                    mbar_wait(&sh.k_ready[buf * 2 + n / 16], k & 1);
+                    fence_proxy_async();
+                }
+                const uint32_t off = ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16; // Q, K: 64 rows each
+                wgmma_fence();
+                WgmmaFp8SS<32>::run(part[n % kSets], desc_q + off, desc_k + off + (h * 32 * 128) / 16, 0);
+                wgmma_commit();
+            }
+            const int done = n - (kSets - 1); // the half-step to add now
+            if (done >= 0) {
+                if (n < 32)
+                    wgmma_wait<kSets - 1>();
+                else if (n == 32)
+                    wgmma_wait<kSets - 2>();
+                else
+                    wgmma_wait<0>();
+                float(&pt)[16] = part[done % kSets];
+                fence_regs(pt);
+                const int h = done % 2;
+#pragma unroll
+                for (int i = 0; i < 16; i++)
+                    s[16 * h + i] = done < 2 ? pt[i] : s[16 * h + i] + pt[i];
+            }
+        }
+    }
+
+    // P's planes of buffer `buf` in shared memory ([64 heads][64 K positions], 64 B
+    // swizzle), the A operand of the other WG.
+    __device__ void store_p(const uint4 (&hi)[2], const uint4 (&lo)[2], int buf) const
+    {
+        const int q = lane % 4, x = (r0 >> 1) & 3; // (row >> 1) & 3, the same for r0 + 8
+#pragma unroll
+        for (int st = 0; st < 2; st++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                const uint32_t at = (r0 + 8 * (r % 2)) * 64 + (((2 * st + r / 2) ^ x) << 4) + 4 * q;
+                *reinterpret_cast<uint32_t *>(sh.p_plane(buf, 0) + at) = (&hi[st].x)[r];
+                *reinterpret_cast<uint32_t *>(sh.p_plane(buf, 1) + at) = (&lo[st].x)[r];
+            }
+        fence_proxy_async();
+    }
+
+    // O += P . V over buffer `buf`, this WG's 256 dims: P from registers or from the other
+    // WG's planes in shared memory.
+    __device__ void accumulate_own(float (&o)[128], const uint4 (&hi)[2], const uint4 (&lo)[2], int buf) const
+    {
+        const SmemDesc desc_v = desc_sw64(sh.v(buf) + wg * Layout::kVHalfBytes);
+        wgmma_fence();
+#pragma unroll
+        for (int st = 0; st < 2; st++) {
+            WgmmaFp8RS<256>::run(o, hi[st], desc_v + (st * 32) / 16, 1);
+            WgmmaFp8RS<256>::run(o, lo[st], desc_v + (st * 32) / 16, 1);
+        }
+        wgmma_commit();
+    }
+    __device__ void accumulate_other(float (&o)[128], int buf) const
+    {
+        const SmemDesc desc_v = desc_sw64(sh.v(buf) + wg * Layout::kVHalfBytes);
+        const SmemDesc desc_hi = desc_sw64(sh.p_plane(buf, 0)), desc_lo = desc_sw64(sh.p_plane(buf, 1));
+        wgmma_fence();
+#pragma unroll
+        for (int st = 0; st < 2; st++) {
+            WgmmaFp8SS<256>::run(o, desc_hi + (st * 32) / 16, desc_v + (st * 32) / 16, 1);
+            WgmmaFp8SS<256>::run(o, desc_lo + (st * 32) / 16, desc_v + (st * 32) / 16, 1);
+        }
+        wgmma_commit();
+    }
+
+    __device__ void run(const WorkItem &w, int64_t t, int h0, int split) const
+    {
+        float o[128];
+#pragma unroll
+        for (int i = 0; i < 128; i++)
+            o[i] = 0.f;
+        float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+        const int pairs = (w.ntiles + 1) / 2;
+        const int own = wg, other = 1 - wg; // buffers
+        for (int k = 0; k < pairs; k++) {
+            float s[32], mx[2], m[2], rs[2], f[2];
+            uint4 hi[2], lo[2];
+            score(s, own, k);
+            mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
+            mbar_arrive(&sh.k_free[own]); // S and the row mask read: K and rows may be refilled
+            if (wg == 0) {
+                // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    m[r] = fmaxf(m_run[r], mx[r]);
+                    f[r] = move_factor(m_run[r], m[r]);
+                }
+                publish_max(sh.handoff(0, k), r0, lane, m);
+                named_arrive(kMax0Ready, 256);
+                exponentiate(s, m, rs);
+                rescale(o, f);
+                p_planes(s, hi, lo);
+                mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
+                accumulate_own(o, hi, lo, own);
+                // The final max from WG 1: O and l move to it; WG 1 gets P at it.
+                named_barrier(kMax1Ready, 256);
+                float g[2];
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    const float m_final = sh.handoff(1, k)[r0 + 8 * r];
+                    g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
+                    l[r] = (l[r] * f[r] + rs[r]) * g[r];
+                    m_run[r] = m_final;
+                }
+#pragma unroll
+                for (int i = 0; i < 32; i++)
+                    s[i] *= g[(i % 4) / 2];
+                {
+                    uint4 shi[2], slo[2];
+                    p_planes(s, shi, slo);
+                    store_p(shi, slo, own);
+                }
+                named_arrive(kP0Ready, 256);
+                wgmma_wait<0>();
+                fence_regs(o);
+                keep_until_done(hi, lo);
+                mbar_arrive(&sh.v_free[own * 2 + wg]);
+                rescale(o, g);
+                named_barrier(kP1Ready, 256);
+                mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
+                accumulate_other(o, other);
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.v_free[other * 2 + wg]);
+            } else {
+                // The final max: WG 0's value (m and its tile) with this tile's.
+                named_barrier(kMax0Ready, 256);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
+                    f[r] = move_factor(m_run[r], m[r]);
+                }
+                publish_max(sh.handoff(1, k), r0, lane, m);
+                named_arrive(kMax1Ready, 256);
+                exponentiate(s, m, rs);
+#pragma unroll
+                for (int r = 0; r < 2; r++) {
+                    l[r] = l[r] * f[r] + rs[r];
+                    m_run[r] = m[r];
+                }
+                rescale(o, f);
+                p_planes(s, hi, lo);
+                store_p(hi, lo, own); // before the wgmmas that read the fragments
+                named_arrive(kP1Ready, 256);
+                mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
+                accumulate_own(o, hi, lo, own);
+                named_barrier(kP0Ready, 256);
+                mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
+                accumulate_other(o, other);
+                wgmma_wait<1>();
+                fence_regs(o);
+                keep_until_done(hi, lo);
+                mbar_arrive(&sh.v_free[own * 2 + wg]);
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.v_free[other * 2 + wg]);
+            }
+        }
+        finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
+               kPScale);
+    }
+};
+
+// Q of heads h0..h0+63 by the 256 consumer threads: [64 heads][512] E4M3, 128 B blocks.
+__device__ inline void load_q(const Shared &sh, const AttentionParams &p, int64_t t, int h0, int tid)
+{
+    const uint8_t *src = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+    for (int c = tid; c < kHeads * 32; c += 256)
+        cp_async16(sh.q + tile_offset(kHeads, c / 32, (c % 32) * 16), src + (c / 32) * 512 + (c % 32) * 16, 16);
+}
+
+// Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
+__device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
+{
+    const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
+    WorkItem w;
+    // The consumer threads write an empty token's output; all threads agree on the result.
+    if (!work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, &w))
+        return;
+    const Shared sh(align_smem_1024(smem_raw));
+    if (tid == 0) {
+        for (int i = 0; i < 4; i++) {
+            mbar_init(&sh.k_ready[i], 256); // the producer's 128 copy completions and 128 row arrivals
+            mbar_init(&sh.v_ready[i], 128); // the producer's 128 after transposing
+            mbar_init(&sh.v_free[i], 128);  // the consumer WG owning that half
+        }
+        for (int i = 0; i < 2; i++)
+            mbar_init(&sh.k_free[i], 128); // the consumer WG scoring that buffer
+        mbar_init_fence();
+    }
+    __syncthreads();
+    if (wg == 2) {
+        regs_decrease<kProducerRegs>();
+        produce(p, sh, w, t, tid - 256);
+        return;
+    }
+    regs_increase<kConsumerRegs>();
+    load_q(sh, p, t, h0, tid);
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_barrier(kConsumers, 256);
+    const int lane = tid % 32;
+    const Consumer c{p, sh, wg, tid, lane, ((tid % 128) / 32) * 16 + lane / 4};
+    c.run(w, t, h0, split);
+}
+
+__global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
+{
+    extern __shared__ uint8_t smem[];
+    const int groups = p.num_heads / kHeads;
+    const int64_t token_group = blockIdx.x / p.splits;
+    run(p, smem, token_group / groups, static_cast<int>(token_group % groups) * kHeads,
+        static_cast<int>(blockIdx.x % p.splits));
+}
+
+} // namespace fp8m
+} // namespace smla

@@ -1,0 +1,120 @@
+// What the two heads-on-M kernels (bf16m: BF16 wgmma, fp8m: FP8 wgmma) share: a CTA
+// computes one token for 64 heads (wgmma's M) over tiles of 64 KV entries; consumer WGs 0
+// and 1 take alternate tiles and agree on one running max per pair of tiles, each owning
+// half of the output dims. This is their softmax: the scores of a tile (an m64n64
+// accumulator, rows r0 and r0 + 8 of this thread), the max hand-off and the epilogue.
+#pragma once
+#include <cstdint>
+
+#include "../common/sm90.cuh"
+#include "../common/softmax.cuh"
+#include "params.cuh"
+
+namespace smla {
+namespace heads_on_m {
+
+constexpr int kRows = 64;  // KV entries per tile
+constexpr int kHeads = 64; // heads per CTA: wgmma's M
+
+// Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
+enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };
+
+// Scores in log2 units, invalid entries -inf; the max of rows r0, r0 + 8 over the tile.
+// valid: bit e set when entry e of the tile holds a row.
+__device__ __forceinline__ void mask_and_max(float (&s)[32], uint64_t valid, int lane, float scale_log2,
+                                             float (&mx)[2])
+{
+    // This thread's columns are 2 (lane % 4) + {0, 1} + 8j: one shift, then constant bits.
+    const uint64_t bits = valid >> (2 * (lane % 4));
+    mx[0] = mx[1] = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        const bool v = (bits >> (acc_col(i, 0))) & 1; // acc_col(i, lane) - 2 (lane % 4)
+        s[i] = v ? s[i] * scale_log2 : -INFINITY;
+        mx[(i % 4) / 2] = fmaxf(mx[(i % 4) / 2], s[i]);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+    }
+}
+
+// P = exp2(s - m) in place; returns the row sums of this tile.
+__device__ __forceinline__ void exponentiate(float (&s)[32], const float (&m)[2], float (&rs)[2])
+{
+    rs[0] = rs[1] = 0.f;
+#pragma unroll
+    for (int i = 0; i < 32; i++) {
+        const int r = (i % 4) / 2;
+        s[i] = fast_exp2(s[i] - (m[r] == -INFINITY ? 0.f : m[r]));
+        rs[r] += s[i];
+    }
+}
+
+// Factor that moves values at max `from` to max `to` (1 while both are -inf).
+__device__ __forceinline__ float move_factor(float from, float to) { return to == -INFINITY ? 1.f : fast_exp2(from - to); }
+
+__device__ __forceinline__ void rescale(float (&o)[128], const float (&f)[2])
+{
+    if (__any_sync(0xffffffffu, f[0] != 1.f || f[1] != 1.f)) {
+#pragma unroll
+        for (int i = 0; i < 128; i++)
+            o[i] *= f[(i % 4) / 2];
+    }
+}
+
+// A max of rows r0, r0 + 8 for the other WG (one lane per row pair writes it).
+__device__ __forceinline__ void publish_max(float *handoff, int r0, int lane, const float (&m)[2])
+{
+    if (lane % 4 == 0) {
+        handoff[r0] = m[0];
+        handoff[r0 + 8] = m[1];
+    }
+}
+
+// The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale.
+struct EpilogueSmem {
+    float *sums, *mfinal, *scale;
+};
+
+// Row sums over the quad and both WGs; final scale or partials; WG wg's 256 dims (tid:
+// 0..255 over both consumer WGs). p_scale: the factor P carries (1 for BF16).
+__device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, float (&o)[128],
+                              const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
+                              bool split_token, int wg, int tid, int lane, int r0, float p_scale)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+    if (lane % 4 == 0) {
+        sh.sums[wg * kHeads + r0] = l[0];
+        sh.sums[wg * kHeads + r0 + 8] = l[1];
+        if (wg == 0) {
+            sh.mfinal[r0] = m_run[0];
+            sh.mfinal[r0 + 8] = m_run[1];
+        }
+    }
+    named_barrier(kConsumers, 256);
+    if (tid < kHeads)
+        finish_head(p, t, h0, tid, split, split_token, sh.mfinal[tid], sh.sums, 2, kHeads, p_scale, sh.scale);
+    named_barrier(kConsumers, 256);
+    const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
+#pragma unroll
+    for (int i = 0; i < 128; i += 2) {
+        const int r = (i % 4) / 2, head = r0 + 8 * r, d = 256 * wg + acc_col(i, lane);
+        const float v0 = o[i] * f[r], v1 = o[i + 1] * f[r];
+        if (split_token) {
+            *reinterpret_cast<float2 *>(p.partial_o + partial_index(p, t, h0 + head, split) * 512 + d) =
+                make_float2(v0, v1);
+        } else {
+            const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
+            *reinterpret_cast<__nv_bfloat162 *>(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512 + d) = b;
+        }
+    }
+}
+
+} // namespace heads_on_m
+} // namespace smla
