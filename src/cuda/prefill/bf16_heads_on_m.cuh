@@ -34,7 +34,7 @@ namespace bf16m {
 using namespace heads_on_m;
 constexpr int kThreads = 384;
 constexpr int kConsumerRegs = 216, kProducerRegs = 72;
-static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
+static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
 struct Layout {
     static constexpr int kHalfBytes = kRows * 512;                    // 256 dims of 64 rows

@@ -37,8 +37,8 @@ namespace fp8m {
 
 using namespace heads_on_m;
 constexpr int kThreads = 384;
-constexpr int kConsumerRegs = 232, kProducerRegs = 48;
-static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 65536, "register file");
+constexpr int kConsumerRegs = 224, kProducerRegs = 56;
+static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
 
 struct Layout {

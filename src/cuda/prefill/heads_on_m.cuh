@@ -16,6 +16,12 @@ namespace heads_on_m {
 constexpr int kRows = 64;  // KV entries per tile
 constexpr int kHeads = 64; // heads per CTA: wgmma's M
 
+// Registers: a CTA of 384 threads starts with 168 each (65536 / 384, rounded down to a
+// multiple of 8) and setmaxnreg only moves them between warpgroups: the consumer WGs can
+// grow to C and the producer shrink to P only when 2 x 128 C + 128 P fits in that. More
+// blocks setmaxnreg.inc forever.
+constexpr bool registers_fit(int consumer, int producer) { return 2 * 128 * consumer + 128 * producer <= 384 * 168; }
+
 // Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
 enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };
 
