@@ -194,11 +194,13 @@ __device__ __forceinline__ uint32_t prmt(uint32_t lo, uint32_t hi, uint32_t sel)
 }
 
 // Transposes a 4x4 byte matrix held as 4 words (word i = row i): out word k holds byte k
-// of every input word, in input order.
-__device__ __forceinline__ void transpose4x4_bytes(const uint32_t (&w)[4], uint32_t (&o)[4])
+// of every input word, in input order. With sel_lo = 0x4051 and sel_hi = 0x6273 instead,
+// out word k holds byte k ^ 1 (the pairs of outputs swapped, at no cost).
+__device__ __forceinline__ void transpose4x4_bytes(const uint32_t (&w)[4], uint32_t (&o)[4], uint32_t sel_lo = 0x5140,
+                                                   uint32_t sel_hi = 0x7362)
 {
-    const uint32_t t0 = prmt(w[0], w[1], 0x5140), t1 = prmt(w[0], w[1], 0x7362);
-    const uint32_t t2 = prmt(w[2], w[3], 0x5140), t3 = prmt(w[2], w[3], 0x7362);
+    const uint32_t t0 = prmt(w[0], w[1], sel_lo), t1 = prmt(w[0], w[1], sel_hi);
+    const uint32_t t2 = prmt(w[2], w[3], sel_lo), t3 = prmt(w[2], w[3], sel_hi);
     o[0] = prmt(t0, t2, 0x5410);
     o[1] = prmt(t0, t2, 0x7632);
     o[2] = prmt(t1, t3, 0x5410);

@@ -56,8 +56,9 @@ struct Layout {
     static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;   // [64] max, [64] scale
     static constexpr int kValidOff = kFinalOff + 2 * kHeads * 4; // [buf] 64-bit row masks
     static constexpr int kBarOff = kValidOff + 2 * 8;            // mbarriers
-    // k_ready [buf][half] (cp.async arrivals), v_ready [buf][half] (transposed),
-    // k_free [buf] (S done), v_free [buf][half] (P . V over that half done)
+    // k_ready [buf][half] (K copies landed, row addresses written), v_ready [buf][half]
+    // (transposed), k_free [buf] (S and the row mask read), v_free [buf][half] (P . V over
+    // that half done)
     static constexpr int kBars = 4 + 4 + 2 + 4;
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024; // + alignment slack
 };
@@ -116,7 +117,8 @@ __device__ __forceinline__ void copy_k_half(const AttentionParams &p, const Shar
 // threads. A unit is one entry quad (the 4 entries at K positions 32st + 16hf + 4q + 0..3)
 // times one 16-byte chunk (16 dims): four 16-byte loads, four 4x4 byte transposes, and
 // sixteen 4-byte stores, one per dim row. Lane bits: q (0-1), the chunk's low bit (2),
-// hf (3), st (4), so the loads of a quarter warp fall on 8 distinct bank groups.
+// hf (3), st (4), so the loads of a quarter warp fall on 8 distinct bank groups and the
+// stores of a warp on 32 distinct banks.
 __device__ inline void transpose_half(const Shared &sh, int buf, int half, int tid)
 {
     const int warp = tid / 32, lane = tid % 32;
@@ -131,7 +133,11 @@ __device__ inline void transpose_half(const Shared &sh, int buf, int half, int t
         rd[b] = k_tile + 2 * half * (kRows * 128) + base_row * 128 + ((c7 ^ ((2 * q + b) & 7)) << 4);
     // Dim row d = 256 half + 16 (8 it + c7) + 4 wd + j, K byte 32 st + 16 hf + 4q: the
     // 64 B swizzle XORs chunk 2st + hf with (d >> 1) & 3 = (2 wd + j / 2) & 3.
+    // Store k of a word group writes dim j = k ^ cbit, so the two lane halves that share
+    // the other bank bits fall on opposite halves of the banks (d % 2 differs).
     uint8_t *v_tile = sh.v(buf) + (256 * half + 16 * c7) * 64 + 4 * q;
+    uint8_t *v_row[2] = {v_tile + cbit * 64, v_tile - cbit * 64}; // for even, odd k
+    const uint32_t sel_lo = cbit ? 0x4051 : 0x5140, sel_hi = cbit ? 0x6273 : 0x7362;
     uint32_t wr[4];
 #pragma unroll
     for (int x = 0; x < 4; x++)
@@ -146,21 +152,27 @@ __device__ inline void transpose_half(const Shared &sh, int buf, int half, int t
 #pragma unroll
         for (int wd = 0; wd < 4; wd++) {
             const uint32_t w[4] = {(&in[0].x)[wd], (&in[1].x)[wd], (&in[2].x)[wd], (&in[3].x)[wd]};
-            uint32_t t[4];
-            transpose4x4_bytes(w, t);
+            uint32_t t[4]; // t[k]: dim k ^ cbit of the group
+            transpose4x4_bytes(w, t, sel_lo, sel_hi);
 #pragma unroll
-            for (int j = 0; j < 4; j++) {
-                const int d = it * 128 + 4 * wd + j; // dim row offset from the thread's base
-                *reinterpret_cast<uint32_t *>(v_tile + d * 64 + wr[(2 * wd + j / 2) & 3]) = t[j];
+            for (int k = 0; k < 4; k++) {
+                const int d = it * 128 + 4 * wd + k; // dim row offset from the thread's base (for cbit 0)
+                *reinterpret_cast<uint32_t *>(v_row[k % 2] + d * 64 + wr[(2 * wd + k / 2) & 3]) = t[k];
             }
         }
     }
 }
 
-// The producer WG. Per pair of tiles, for each buffer: V^T of this pair once its K landed
-// and the consumers finished the previous pair's P . V there, then (once that buffer's S
-// is done) the next pair's rows and K copies, so each K copy runs while the consumers
-// finish the pair before. Slot ids are loaded a pair ahead.
+// The order of a pair's four V^T halves: the order in which the consumers free them in
+// the pair before and need them in this one (WG 0's own, WG 1's own, WG 0's other,
+// WG 1's other).
+__device__ constexpr int transpose_buf(int x) { return x == 0 || x == 3 ? 0 : 1; }
+__device__ constexpr int transpose_half_of(int x) { return x == 0 || x == 2 ? 0 : 1; }
+
+// The producer WG. Per pair of tiles: each V^T half once its K landed and its owner
+// finished the previous pair's P . V there; then, once each buffer's S is done, the next
+// pair's rows and K copies, which run while the consumers finish this pair. Slot ids are
+// loaded a pair ahead.
 __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
     const int pairs = (w.ntiles + 1) / 2;
@@ -197,16 +209,17 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         if (more)
             load_slots(k + 1);
 #pragma unroll
-        for (int b = 0; b < 2; b++) {
+        for (int x = 0; x < 4; x++) {
+            const int b = transpose_buf(x), h = transpose_half_of(x);
+            mbar_wait(&sh.k_ready[b * 2 + h], k & 1);
+            mbar_wait(&sh.v_free[b * 2 + h], (k & 1) ^ 1);
+            transpose_half(sh, b, h, tid);
+            fence_proxy_async();
+            mbar_arrive(&sh.v_ready[b * 2 + h]);
+        }
+        if (more) {
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                mbar_wait(&sh.k_ready[b * 2 + h], k & 1);
-                mbar_wait(&sh.v_free[b * 2 + h], (k & 1) ^ 1);
-                transpose_half(sh, b, h, tid);
-                fence_proxy_async();
-                mbar_arrive(&sh.v_ready[b * 2 + h]);
-            }
-            if (more) {
+            for (int b = 0; b < 2; b++) {
                 mbar_wait(&sh.k_free[b], k & 1);
                 fill(b, next[b]);
             }

@@ -120,9 +120,10 @@ constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 
 
 // Splits per token and tiles per split. FIXED: every token, every 512 entries. AUTO:
 // only when the launch's work items (tokens x head groups) are fewer than the GPU runs
-// at once, into as many pieces as fill it; then only the splittable tokens (a plan's
+// at once, into as many pieces as fill it, of a multiple of `tile_multiple` tiles (the
+// heads-on-M kernels take tiles in pairs); then only the splittable tokens (a plan's
 // decodes, or every token without a plan).
-void choose_splits(const smla_problem *pr, int64_t work_slots, AttentionParams *p)
+void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple, AttentionParams *p)
 {
     const int64_t width = (pr->swa.indices ? pr->swa.width : 0) + (pr->extra.indices ? pr->extra.width : 0);
     const int max_tiles = static_cast<int>((width + p->tile_rows - 1) / p->tile_rows);
@@ -143,6 +144,7 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, AttentionParams *
         const int64_t wanted = (work_slots + items - 1) / items;
         pieces = static_cast<int>(wanted < max_tiles ? wanted : max_tiles);
         p->split_tiles = (max_tiles + pieces - 1) / pieces;
+        p->split_tiles = (p->split_tiles + tile_multiple - 1) / tile_multiple * tile_multiple;
         pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
     }
     if (pieces > 1)
@@ -180,7 +182,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
                       : fp8_wg   ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
                                  : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
     p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
-    choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, &p);
+    choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, on_m ? 2 : 1, &p);
     const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
     if (items > 0x7FFFFFFF || pr->num_tokens * pr->num_heads > 0x7FFFFFFF)
         return smla_fail(ctx, SMLA_ERR_SHAPE, "q: %lld tokens are more than one launch can hold", (long long)pr->num_tokens);
