@@ -120,9 +120,10 @@ constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 
 
 // Splits per token and tiles per split. FIXED: every token, every 512 entries. AUTO:
 // only when the launch's work items (tokens x head groups) are fewer than the GPU runs
-// at once, into as many pieces as fill it, of a multiple of `tile_multiple` tiles (the
-// heads-on-M kernels take tiles in pairs); then only the splittable tokens (a plan's
-// decodes, or every token without a plan).
+// at once (work_slots), and then the split that should finish first: waves of work
+// items times tiles per item, plus about a tile for the combine step, with pieces of a
+// multiple of `tile_multiple` tiles (the heads-on-M kernels take tiles in pairs); only
+// the splittable tokens are split (a plan's decodes, or every token without a plan).
 void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple, AttentionParams *p)
 {
     const int64_t width = (pr->swa.indices ? pr->swa.width : 0) + (pr->extra.indices ? pr->extra.width : 0);
@@ -141,11 +142,18 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         const int64_t items = pr->num_tokens * (pr->num_heads / p->heads_per_cta);
         if (items >= work_slots)
             return;
-        const int64_t wanted = (work_slots + items - 1) / items;
-        pieces = static_cast<int>(wanted < max_tiles ? wanted : max_tiles);
-        p->split_tiles = (max_tiles + pieces - 1) / pieces;
-        p->split_tiles = (p->split_tiles + tile_multiple - 1) / tile_multiple * tile_multiple;
-        pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
+        int64_t best = -1;
+        pieces = 1;
+        for (int n = 1; n <= max_tiles; n++) {
+            const int tiles = ((max_tiles + n - 1) / n + tile_multiple - 1) / tile_multiple * tile_multiple;
+            const int real = (max_tiles + tiles - 1) / tiles;
+            const int64_t cost = (items * real + work_slots - 1) / work_slots * tiles + (real > 1 ? 1 : 0);
+            if (best < 0 || cost < best) {
+                best = cost;
+                pieces = real;
+                p->split_tiles = tiles;
+            }
+        }
     }
     if (pieces > 1)
         p->splits = pieces;
