@@ -101,13 +101,14 @@ racecheck_log() {
     return $rc
 }
 export -f racecheck_log # the two below run in a child bash under `step`
-# Fails (9) on a hazard any of whose accesses is outside bf16m (see the sanitize mode).
-racecheck_outside_bf16m() {
+# Fails (9) on a hazard any of whose accesses is outside the heads-on-M kernels (bf16m,
+# fp8m; see the sanitize mode).
+racecheck_outside_heads_on_m() {
     local log
     log=$(mktemp)
     racecheck_log "$log" "$@" || return
-    if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vq 'smla::bf16m::'; then
-        echo "racecheck: a hazard outside bf16m's warpgroup hand-offs"
+    if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vqE 'smla::(bf16m|fp8m)::'; then
+        echo "racecheck: a hazard outside the heads-on-M kernels' warpgroup hand-offs"
         return 9
     fi
 }
@@ -130,7 +131,7 @@ if [ "$mode" = sanitize ]; then
     # The probe, race-free by construction, checks that this is still so: it passes while
     # racecheck reports its arrive -> sync hand-offs and the results are right (see
     # RELIABILITY.md). On `smla check` a hazard fails the step unless both accesses are in
-    # bf16m, the one kernel whose warpgroups hand values over that way.
+    # bf16m or fp8m, the kernels whose warpgroups hand values over that way.
     step racecheck_probe-build nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o "$build/racecheck_probe" \
         "$root/scripts/racecheck_probe.cu" &&
         for variant in plain specialised; do
@@ -138,7 +139,7 @@ if [ "$mode" = sanitize ]; then
                 $([ $variant = specialised ] && echo --specialised)
         done
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
-    step check-racecheck racecheck_outside_bf16m "$smla" check --token-heads 64
+    step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
 fi
 for t in "$build"/tests/gpu_*; do
@@ -218,7 +219,7 @@ ab)
     done
     ;;
 profile)
-    # The attention kernels are all named `kernel` (namespaces fp8wg, bf16, bf16m); the
+    # The attention kernels are all named `kernel` (namespaces fp8wg, fp8m, bf16, bf16m); the
     # first launches of a bench case are its warm-ups, so the third is profiled. Full
     # section set, then the report's details and its per-SASS-line stall samples.
     profile() {
