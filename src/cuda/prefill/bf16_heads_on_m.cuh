@@ -176,13 +176,6 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
 {
     const int pairs = (w.ntiles + 1) / 2;
     EntrySlot next[2];
-    auto load_slots = [&](int k) {
-#pragma unroll
-        for (int b = 0; b < 2; b++) {
-            const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
-            next[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
-        }
-    };
     // Half f of the pair, once every thread's copies of it landed (all but the latest
     // group, or all when `last`): widened, then published.
     auto publish = [&](int f, bool last) {
@@ -195,11 +188,11 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         fence_proxy_async();
         mbar_arrive(&sh.ready[fill_buf(f) * 2 + fill_half(f)]);
     };
-    load_slots(0);
+    pair_slots(p, w, t, 0, tid, next);
     for (int k = 0; k < pairs; k++) {
         const EntrySlot cur[2] = {next[0], next[1]};
         if (k + 1 < pairs)
-            load_slots(k + 1);
+            pair_slots(p, w, t, k + 1, tid, next);
 #pragma unroll
         for (int f = 0; f < 4; f++) {
             const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
@@ -336,28 +329,15 @@ struct Consumer {
             mask_and_max(s, *reinterpret_cast<const uint64_t *>(sh.valid + own * 2), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    m[r] = fmaxf(m_run[r], mx[r]);
-                    f[r] = move_factor(m_run[r], m[r]);
-                }
-                publish_max(sh.handoff(0, k), r0, lane, m);
-                named_arrive(kMax0Ready, 256);
+                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
                 exponentiate(s, m, rs);
                 rescale(o, f);
                 uint4 pf[4];
                 p_fragments(s, pf);
                 accumulate_own(o, pf, own);
                 // The final max from WG 1: P, O and l move to it.
-                named_barrier(kMax1Ready, 256);
                 float g[2];
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    const float m_final = sh.handoff(1, k)[r0 + 8 * r];
-                    g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
-                    l[r] = (l[r] * f[r] + rs[r]) * g[r];
-                    m_run[r] = m_final;
-                }
+                take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, k), r0);
 #pragma unroll
                 for (int i = 0; i < 32; i++)
                     s[i] *= g[(i % 4) / 2];
@@ -375,20 +355,9 @@ struct Consumer {
                 mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
             } else {
                 // The final max: WG 0's value (m and its tile) with this tile's.
-                named_barrier(kMax0Ready, 256);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
-                    f[r] = move_factor(m_run[r], m[r]);
-                }
-                publish_max(sh.handoff(1, k), r0, lane, m);
-                named_arrive(kMax1Ready, 256);
+                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
                 exponentiate(s, m, rs);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    l[r] = l[r] * f[r] + rs[r];
-                    m_run[r] = m[r];
-                }
+                settle_max(m, f, rs, l, m_run);
                 rescale(o, f);
                 uint4 pf[4];
                 p_fragments(s, pf);
@@ -454,10 +423,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
     extern __shared__ uint8_t smem[];
-    const int groups = p.num_heads / kHeads;
-    const int64_t token_group = blockIdx.x / p.splits;
-    run(p, smem, token_group / groups, static_cast<int>(token_group % groups) * kHeads,
-        static_cast<int>(blockIdx.x % p.splits));
+    const CtaWork c = cta_work(p);
+    run(p, smem, c.t, c.h0, c.split);
 }
 
 } // namespace bf16m

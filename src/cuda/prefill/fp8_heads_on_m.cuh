@@ -177,13 +177,6 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
 {
     const int pairs = (w.ntiles + 1) / 2;
     EntrySlot next[2];
-    auto load_slots = [&](int k) {
-#pragma unroll
-        for (int b = 0; b < 2; b++) {
-            const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
-            next[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
-        }
-    };
     // Rows and K of buffer b from slot ids `slot`; the K halves are published as they land.
     auto fill = [&](int b, EntrySlot slot) {
         if (tid < kRows) { // warps 0 and 1
@@ -201,13 +194,13 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             mbar_arrive(&sh.k_ready[b * 2 + h]);          // its row addresses are in shared memory
         }
     };
-    load_slots(0);
+    pair_slots(p, w, t, 0, tid, next);
     fill(0, next[0]);
     fill(1, next[1]);
     for (int k = 0; k < pairs; k++) {
         const bool more = k + 1 < pairs;
         if (more)
-            load_slots(k + 1);
+            pair_slots(p, w, t, k + 1, tid, next);
 #pragma unroll
         for (int x = 0; x < 4; x++) {
             const int b = transpose_buf(x), h = transpose_half_of(x);
@@ -367,28 +360,15 @@ struct Consumer {
             mbar_arrive(&sh.k_free[own]); // S and the row mask read: K and rows may be refilled
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    m[r] = fmaxf(m_run[r], mx[r]);
-                    f[r] = move_factor(m_run[r], m[r]);
-                }
-                publish_max(sh.handoff(0, k), r0, lane, m);
-                named_arrive(kMax0Ready, 256);
+                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
                 exponentiate(s, m, rs);
                 rescale(o, f);
                 p_planes(s, hi, lo);
                 mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
                 accumulate_own(o, hi, lo, own);
                 // The final max from WG 1: O and l move to it; WG 1 gets P at it.
-                named_barrier(kMax1Ready, 256);
                 float g[2];
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    const float m_final = sh.handoff(1, k)[r0 + 8 * r];
-                    g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
-                    l[r] = (l[r] * f[r] + rs[r]) * g[r];
-                    m_run[r] = m_final;
-                }
+                take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, k), r0);
 #pragma unroll
                 for (int i = 0; i < 32; i++)
                     s[i] *= g[(i % 4) / 2];
@@ -411,20 +391,9 @@ struct Consumer {
                 mbar_arrive(&sh.v_free[other * 2 + wg]);
             } else {
                 // The final max: WG 0's value (m and its tile) with this tile's.
-                named_barrier(kMax0Ready, 256);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    m[r] = fmaxf(sh.handoff(0, k)[r0 + 8 * r], mx[r]);
-                    f[r] = move_factor(m_run[r], m[r]);
-                }
-                publish_max(sh.handoff(1, k), r0, lane, m);
-                named_arrive(kMax1Ready, 256);
+                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
                 exponentiate(s, m, rs);
-#pragma unroll
-                for (int r = 0; r < 2; r++) {
-                    l[r] = l[r] * f[r] + rs[r];
-                    m_run[r] = m[r];
-                }
+                settle_max(m, f, rs, l, m_run);
                 rescale(o, f);
                 p_planes(s, hi, lo);
                 store_p(hi, lo, own); // before the wgmmas that read the fragments
@@ -495,10 +464,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
     extern __shared__ uint8_t smem[];
-    const int groups = p.num_heads / kHeads;
-    const int64_t token_group = blockIdx.x / p.splits;
-    run(p, smem, token_group / groups, static_cast<int>(token_group % groups) * kHeads,
-        static_cast<int>(blockIdx.x % p.splits));
+    const CtaWork c = cta_work(p);
+    run(p, smem, c.t, c.h0, c.split);
 }
 
 } // namespace fp8m

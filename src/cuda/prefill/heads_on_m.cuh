@@ -8,6 +8,7 @@
 
 #include "../common/sm90.cuh"
 #include "../common/softmax.cuh"
+#include "../common/token_entries.cuh"
 #include "params.cuh"
 
 namespace smla {
@@ -77,6 +78,87 @@ __device__ __forceinline__ void publish_max(float *handoff, int r0, int lane, co
         handoff[r0] = m[0];
         handoff[r0 + 8] = m[1];
     }
+}
+
+// The running max of a pair, agreed in three steps (m: this WG's max for the pair, f:
+// the factor from m_run to m). WG 0 first: max(m_run, its tile), handed to WG 1.
+__device__ __forceinline__ void propose_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2],
+                                            float (&f)[2], float *to_wg1, int r0, int lane)
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        m[r] = fmaxf(m_run[r], mx[r]);
+        f[r] = move_factor(m_run[r], m[r]);
+    }
+    publish_max(to_wg1, r0, lane, m);
+    named_arrive(kMax0Ready, 256);
+}
+
+// WG 1: the pair's final max m, WG 0's value with its own tile's, handed back; f moves O
+// and l from m_run to it.
+__device__ __forceinline__ void final_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2], float (&f)[2],
+                                          const float *from_wg0, float *to_wg0, int r0, int lane)
+{
+    named_barrier(kMax0Ready, 256);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        m[r] = fmaxf(from_wg0[r0 + 8 * r], mx[r]);
+        f[r] = move_factor(m_run[r], m[r]);
+    }
+    publish_max(to_wg0, r0, lane, m);
+    named_arrive(kMax1Ready, 256);
+}
+
+// WG 1, after its tile's P at m: l and m_run at the final max.
+__device__ __forceinline__ void settle_max(const float (&m)[2], const float (&f)[2], const float (&rs)[2],
+                                           float (&l)[2], float (&m_run)[2])
+{
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] = l[r] * f[r] + rs[r];
+        m_run[r] = m[r];
+    }
+}
+
+// WG 0, after its tile's P at m: the final max from WG 1, with g the factor that moves
+// P, O and l from m to it (l takes this tile's row sums rs and both factors).
+__device__ __forceinline__ void take_final_max(const float (&m)[2], const float (&f)[2], const float (&rs)[2],
+                                               float (&l)[2], float (&m_run)[2], float (&g)[2], const float *from_wg1,
+                                               int r0)
+{
+    named_barrier(kMax1Ready, 256);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const float m_final = from_wg1[r0 + 8 * r];
+        g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
+        l[r] = (l[r] * f[r] + rs[r]) * g[r];
+        m_run[r] = m_final;
+    }
+}
+
+// The slot ids of pair k's two tiles, one entry per producer thread tid < 64 (the others
+// and entries past the work item get none).
+__device__ __forceinline__ void pair_slots(const AttentionParams &p, const WorkItem &w, int64_t t, int k, int tid,
+                                           EntrySlot (&slots)[2])
+{
+#pragma unroll
+    for (int b = 0; b < 2; b++) {
+        const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
+        slots[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
+    }
+}
+
+// This CTA's work: token, first head and split (grid: tokens x 64-head groups x splits).
+struct CtaWork {
+    int64_t t;
+    int h0, split;
+};
+__device__ __forceinline__ CtaWork cta_work(const AttentionParams &p)
+{
+    const int groups = p.num_heads / kHeads;
+    const int64_t token_group = blockIdx.x / p.splits;
+    return CtaWork{token_group / groups, static_cast<int>(token_group % groups) * kHeads,
+                   static_cast<int>(blockIdx.x % p.splits)};
 }
 
 // The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale.
