@@ -12,30 +12,14 @@ each break is caught, so that the check itself can fail.
 
 Keep it in step with the kernel: FILLS is fill_buf/fill_half, the producer is produce(),
 the consumer sequences are Consumer::run."""
+import os
 import random
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from protocol import MBar, interleave  # noqa: E402
+
 FILLS = [(0, 0), (1, 1), (0, 1), (1, 0)]  # (buffer, half) in the producer's fill order
-
-
-class MBar:
-    """An mbarrier: a phase completes when `count` arrivals are in."""
-
-    def __init__(self, count):
-        self.count, self.arrivals, self.completed = count, 0, 0
-
-    def arrive(self):
-        self.arrivals += 1
-        assert self.arrivals <= self.count
-        if self.arrivals == self.count:
-            self.arrivals, self.completed = 0, self.completed + 1
-
-    def passed(self, parity, meant_phase):
-        """try_wait.parity; meant_phase: the phase the caller means (None: a fresh barrier)."""
-        ok = self.completed % 2 != parity
-        if ok and meant_phase is not None:
-            assert self.completed == meant_phase + 1, f"parity aliasing: {self.completed} phases done, meant {meant_phase}"
-        return ok
 
 
 def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publish=False):
@@ -134,23 +118,7 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
             yield lambda: True
 
     agents = {"producer": producer(), "wg0": compute(0), "wg1": compute(1)}
-    waits = {name: (lambda: True) for name in agents}
-    done = set()
-    while len(done) < len(agents):
-        if landing and rnd.random() < 0.3:
-            land(landing.pop(0))
-            continue
-        runnable = [n for n in agents if n not in done and waits[n]()]
-        if not runnable:
-            if landing:
-                land(landing.pop(0))
-                continue
-            raise AssertionError(f"deadlock: {sorted(set(agents) - done)} all wait")
-        n = rnd.choice(runnable)
-        try:
-            waits[n] = next(agents[n])
-        except StopIteration:
-            done.add(n)
+    interleave(agents, rnd, landing, lambda: land(landing.pop(0)))
 
 
 def main():

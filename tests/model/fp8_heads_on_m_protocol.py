@@ -15,30 +15,14 @@ producer's own threads (fill's kProducer barrier) and the proxy fences.
 
 Keep it in step with the kernel: the producer is produce() with its fill(), the consumer
 sequences are Consumer::run."""
+import os
 import random
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+from protocol import MBar, interleave  # noqa: E402
+
 TRANSPOSES = [(0, 0), (1, 1), (1, 0), (0, 1)]  # (buffer, half) in the producer's order
-
-
-class MBar:
-    """An mbarrier: a phase completes when `count` arrivals are in."""
-
-    def __init__(self, count):
-        self.count, self.arrivals, self.completed = count, 0, 0
-
-    def arrive(self):
-        self.arrivals += 1
-        assert self.arrivals <= self.count
-        if self.arrivals == self.count:
-            self.arrivals, self.completed = 0, self.completed + 1
-
-    def passed(self, parity, meant_phase):
-        """try_wait.parity; meant_phase: the phase the caller means (None: a fresh barrier)."""
-        ok = self.completed % 2 != parity
-        if ok and meant_phase is not None:
-            assert self.completed == meant_phase + 1, f"parity aliasing: {self.completed} phases done, meant {meant_phase}"
-        return ok
 
 
 def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False, early_k_free=False):
@@ -182,23 +166,7 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
             v_free[1].arrive()
 
     agents = {"producer": producer(), "wg0": wg0(), "wg1": wg1()}
-    waits = {name: ok for name in agents}
-    done = set()
-    while len(done) < len(agents):
-        if landing and rnd.random() < 0.3:
-            land()
-            continue
-        runnable = [n for n in agents if n not in done and waits[n]()]
-        if not runnable:
-            if landing:
-                land()
-                continue
-            raise AssertionError(f"deadlock: {sorted(set(agents) - done)} all wait")
-        n = rnd.choice(runnable)
-        try:
-            waits[n] = next(agents[n])
-        except StopIteration:
-            done.add(n)
+    interleave(agents, rnd, landing, land)
     assert not landing and all(b.completed == pairs and b.arrivals == 0 for b in k_ready + v_ready + k_free + v_free)
     assert all(not arrivers for arrivers, _ in named.values())
 
