@@ -367,6 +367,28 @@ static void test_writer_refusals(void)
     expect_unwritable(t, 2, meta, 2, SMLA_ERR_VALUE, "duplicate metadata key 'k'");
     meta[1].value = NULL;
     expect_unwritable(t, 2, meta, 2, SMLA_ERR_VALUE, "metadata entry 1 is incomplete");
+    meta[1].value = "2";
+    meta[1].key = NULL;
+    expect_unwritable(t, 2, meta, 2, SMLA_ERR_VALUE, "metadata entry 1 is incomplete");
+}
+
+/* An empty metadata key is read (valid JSON), so it is written back too (found by
+   fuzz_safetensors: the writer refused it). */
+static void test_empty_metadata_key(void)
+{
+    const smla_st_metadata meta[2] = {{"", "kv"}, {"k", ""}};
+    void *bytes;
+    size_t size;
+    smla_tool_error err;
+    CHECK_STATUS(smla_st_encode(NULL, 0, meta, 2, &bytes, &size, &err), SMLA_OK);
+    smla_st_file got;
+    CHECK_STATUS(smla_st_parse(bytes, size, &got, &err), SMLA_OK);
+    const char *v = smla_st_find_metadata(&got, "");
+    CHECK(got.num_metadata == 2 && v && !strcmp(v, "kv"));
+    v = smla_st_find_metadata(&got, "k");
+    CHECK(v && !strcmp(v, ""));
+    smla_st_file_free(&got);
+    free(bytes);
 }
 
 int main(void)
@@ -379,5 +401,6 @@ int main(void)
     test_malformed_headers();
     test_truncation_and_corruption(&rng);
     test_writer_refusals();
+    test_empty_metadata_key();
     return smla_test_finish("test_safetensors");
 }

@@ -460,8 +460,9 @@ static smla_status check_writable(const smla_st_tensor *tensors, size_t num_tens
             return smla_tool_fail(error, SMLA_ERR_NULL_POINTER, "tensor '%s': data is NULL",
                                   t->name);
     }
+    /* An empty key is a key (JSON and the reader allow it). */
     for (size_t i = 0; i < num_metadata; i++)
-        if (!metadata[i].key || !metadata[i].key[0] || !metadata[i].value)
+        if (!metadata[i].key || !metadata[i].value)
             return smla_tool_fail(error, SMLA_ERR_VALUE, "metadata entry %zu is incomplete", i);
     return SMLA_OK;
 }
