@@ -12,6 +12,7 @@
 extern "C" {
 #include "cuda_workspace.h"
 #include "problem.h"
+#include "split_choice.h"
 }
 
 namespace smla {
@@ -119,11 +120,9 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
 constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 512 entries
 
 // Splits per token and tiles per split. FIXED: every token, every 512 entries. AUTO:
-// only when the launch's work items (tokens x head groups) are fewer than the GPU runs
-// at once (work_slots), and then the split that should finish first: waves of work
-// items times tiles per item, plus about a tile for the combine step, with pieces of a
-// multiple of `tile_multiple` tiles (the heads-on-M kernels take tiles in pairs); only
-// the splittable tokens are split (a plan's decodes, or every token without a plan).
+// the split that should finish first (smla_auto_split_tiles), never when the launch's
+// work items (tokens x head groups) fill the GPU (work_slots); only the splittable
+// tokens are split (a plan's decodes, or every token without a plan).
 void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple, AttentionParams *p)
 {
     const int64_t width = (pr->swa.indices ? pr->swa.width : 0) + (pr->extra.indices ? pr->extra.width : 0);
@@ -140,20 +139,8 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
     } else {
         const int64_t items = pr->num_tokens * (pr->num_heads / p->heads_per_cta);
-        if (items >= work_slots)
-            return;
-        int64_t best = -1;
-        pieces = 1;
-        for (int n = 1; n <= max_tiles; n++) {
-            const int tiles = ((max_tiles + n - 1) / n + tile_multiple - 1) / tile_multiple * tile_multiple;
-            const int real = (max_tiles + tiles - 1) / tiles;
-            const int64_t cost = (items * real + work_slots - 1) / work_slots * tiles + (real > 1 ? 1 : 0);
-            if (best < 0 || cost < best) {
-                best = cost;
-                pieces = real;
-                p->split_tiles = tiles;
-            }
-        }
+        p->split_tiles = smla_auto_split_tiles(items, work_slots, max_tiles, tile_multiple);
+        pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
     }
     if (pieces > 1)
         p->splits = pieces;
