@@ -295,14 +295,6 @@ struct Consumer {
             WgmmaBf16RSTransB<256>::run(o, pf[st], desc_v + (st * 16 * 128) / 16, 1);
         wgmma_commit();
     }
-    // The wgmmas read their register operands asynchronously: this keeps the compiler
-    // from reusing those registers before the wait that ends them.
-    __device__ static void keep_until_done(const uint4 (&pf)[4])
-    {
-#pragma unroll
-        for (int st = 0; st < 4; st++)
-            asm volatile("" ::"r"(pf[st].x), "r"(pf[st].y), "r"(pf[st].z), "r"(pf[st].w));
-    }
     __device__ void accumulate_other(float (&o)[128], int buf) const
     {
         const SmemDesc desc_v = desc_sw128(sh.tile(buf) + wg * Layout::kHalfBytes, kRows * 128);
@@ -385,8 +377,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 {
     const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
     WorkItem w;
-    // The consumer threads write an empty token's output; all threads agree on the result.
-    if (!work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, &w))
+    if (!cta_work_item(p, t, h0, split, tid, &w))
         return;
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
@@ -411,10 +402,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     regs_increase<kConsumerRegs>();
     // Q for both consumer WGs.
     Bf16Gather<kRows, 256>::load_q<kHeads>(sh.q, p, t, h0);
-    cp_async_commit();
-    cp_async_wait<0>();
-    fence_proxy_async();
-    named_barrier(kConsumers, 256);
+    q_landed();
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4};
     c.run(w, t, h0, split);

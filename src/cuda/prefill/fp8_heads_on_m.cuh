@@ -246,16 +246,6 @@ __device__ __forceinline__ void p_planes(const float (&s)[32], uint4 (&hi)[2], u
     }
 }
 
-// The wgmmas read their register operands asynchronously: this keeps the compiler from
-// reusing those registers before the wait that ends them.
-__device__ __forceinline__ void keep_until_done(const uint4 (&a)[2], const uint4 (&b)[2])
-{
-#pragma unroll
-    for (int st = 0; st < 2; st++)
-        asm volatile("" ::"r"(a[st].x), "r"(a[st].y), "r"(a[st].z), "r"(a[st].w), "r"(b[st].x), "r"(b[st].y),
-                     "r"(b[st].z), "r"(b[st].w));
-}
-
 struct Consumer {
     const AttentionParams &p;
     const Shared &sh;
@@ -380,7 +370,8 @@ struct Consumer {
                 named_arrive(kP0Ready, 256);
                 wgmma_wait<0>();
                 fence_regs(o);
-                keep_until_done(hi, lo);
+                keep_until_done(hi);
+                keep_until_done(lo);
                 mbar_arrive(&sh.v_free[own * 2 + wg]);
                 rescale(o, g);
                 named_barrier(kP1Ready, 256);
@@ -405,7 +396,8 @@ struct Consumer {
                 accumulate_other(o, other);
                 wgmma_wait<1>();
                 fence_regs(o);
-                keep_until_done(hi, lo);
+                keep_until_done(hi);
+                keep_until_done(lo);
                 mbar_arrive(&sh.v_free[own * 2 + wg]);
                 wgmma_wait<0>();
                 fence_regs(o);
@@ -430,8 +422,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 {
     const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
     WorkItem w;
-    // The consumer threads write an empty token's output; all threads agree on the result.
-    if (!work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, &w))
+    if (!cta_work_item(p, t, h0, split, tid, &w))
         return;
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
@@ -452,10 +443,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     }
     regs_increase<kConsumerRegs>();
     load_q(sh, p, t, h0, tid);
-    cp_async_commit();
-    cp_async_wait<0>();
-    fence_proxy_async();
-    named_barrier(kConsumers, 256);
+    q_landed();
     const int lane = tid % 32;
     const Consumer c{p, sh, wg, tid, lane, ((tid % 128) / 32) * 16 + lane / 4};
     c.run(w, t, h0, split);

@@ -161,6 +161,32 @@ __device__ __forceinline__ CtaWork cta_work(const AttentionParams &p)
                    static_cast<int>(blockIdx.x % p.splits)};
 }
 
+// The wgmmas read their register operands (A fragments) asynchronously: this keeps the
+// compiler from reusing those registers before the wait that ends them.
+template <int N> __device__ __forceinline__ void keep_until_done(const uint4 (&a)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" ::"r"(a[i].x), "r"(a[i].y), "r"(a[i].z), "r"(a[i].w));
+}
+
+// The CTA's share of token t (heads h0..h0+63, split `split`); false when there is none.
+// The consumer threads (tid < 256) write an empty token's output; all threads agree.
+__device__ __forceinline__ bool cta_work_item(const AttentionParams &p, int64_t t, int h0, int split, int tid,
+                                              WorkItem *w)
+{
+    return work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, w);
+}
+
+// The consumers' Q copies landed and visible to wgmma, in both consumer WGs.
+__device__ __forceinline__ void q_landed()
+{
+    cp_async_commit();
+    cp_async_wait<0>();
+    fence_proxy_async();
+    named_barrier(kConsumers, 256);
+}
+
 // The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale.
 struct EpilogueSmem {
     float *sums, *mfinal, *scale;
