@@ -102,12 +102,12 @@ racecheck_log() {
 }
 export -f racecheck_log # the two below run in a child bash under `step`
 # Fails (9) on a hazard any of whose accesses is outside the heads-on-M kernels (bf16m,
-# fp8m; see the sanitize mode).
+# fp8m and the hand-offs they share in heads_on_m.cuh; see the sanitize mode).
 racecheck_outside_heads_on_m() {
     local log
     log=$(mktemp)
     racecheck_log "$log" "$@" || return
-    if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vqE 'smla::(bf16m|fp8m)::'; then
+    if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vqE 'smla::(bf16m|fp8m|heads_on_m)::'; then
         echo "racecheck: a hazard outside the heads-on-M kernels' warpgroup hand-offs"
         return 9
     fi
@@ -131,7 +131,8 @@ if [ "$mode" = sanitize ]; then
     # The probe, race-free by construction, checks that this is still so: it passes while
     # racecheck reports its arrive -> sync hand-offs and the results are right (see
     # RELIABILITY.md). On `smla check` a hazard fails the step unless both accesses are in
-    # bf16m or fp8m, the kernels whose warpgroups hand values over that way.
+    # bf16m, fp8m or heads_on_m (their shared max hand-off), the kernels whose warpgroups
+    # hand values over that way.
     step racecheck_probe-build nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -o "$build/racecheck_probe" \
         "$root/scripts/racecheck_probe.cu" &&
         for variant in plain specialised; do

@@ -163,6 +163,18 @@ __device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, uint
                  : "memory");
 }
 
+// One contiguous copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from
+// shared to global memory by the copy engine, in this thread's bulk group; then the wait
+// until this thread's bulk copies have read their shared memory (it may be reused).
+__device__ __forceinline__ void bulk_copy_s2g(void *gmem, const void *smem, uint32_t bytes)
+{
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                 "cp.async.bulk.commit_group;\n" ::"l"(gmem),
+                 "r"(smem_addr(smem)), "r"(bytes)
+                 : "memory");
+}
+__device__ __forceinline__ void bulk_copies_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+
 // Named barrier halves: arrive without waiting / wait for `threads` arrivals.
 __device__ __forceinline__ void named_arrive(int id, int threads)
 {

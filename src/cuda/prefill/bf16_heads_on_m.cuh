@@ -55,6 +55,7 @@ struct Layout {
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
+static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
 
 struct Shared {
     uint8_t *q, *tiles, *p, *scales;
@@ -367,7 +368,7 @@ struct Consumer {
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
             }
         }
-        finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
+        finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale, sh.q}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                1.f);
     }
 };

@@ -187,13 +187,25 @@ __device__ __forceinline__ void q_landed()
     named_barrier(kConsumers, 256);
 }
 
-// The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale.
+// The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale,
+// and `stage`, kStageBytes where O's rows are gathered before they are copied out (free
+// once both consumer WGs are past their last P . V: the kernels put it over Q and the
+// tiles).
 struct EpilogueSmem {
     float *sums, *mfinal, *scale;
+    uint8_t *stage;
 };
+// A staged row per head: 1 KB of BF16 output or 2 KB of FP32 partials, plus 16 bytes so
+// that the stores of a warp (8 heads x 4 lanes) fall on distinct banks.
+constexpr int kStagePitchBf16 = 1024 + 16, kStagePitchF32 = 2048 + 16;
+constexpr int kStageBytes = kHeads * kStagePitchF32;
 
 // Row sums over the quad and both WGs; final scale or partials; WG wg's 256 dims (tid:
-// 0..255 over both consumer WGs). p_scale: the factor P carries (1 for BF16).
+// 0..255 over both consumer WGs). p_scale: the factor P carries (1 for BF16). O goes out
+// through shared memory: every thread stores its values into the heads' staged rows, then
+// one thread per head copies the row out with one bulk copy. (Stored straight to global
+// memory, 64 scattered 4-byte stores per thread with their 64-bit addresses took as long
+// as about two pairs of tiles: the profile of v6.1.)
 __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, float (&o)[128],
                               const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
                               bool split_token, int wg, int tid, int lane, int r0, float p_scale)
@@ -216,17 +228,34 @@ __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, 
         finish_head(p, t, h0, tid, split, split_token, sh.mfinal[tid], sh.sums, 2, kHeads, p_scale, sh.scale);
     named_barrier(kConsumers, 256);
     const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
+    const int col0 = 256 * wg + acc_col(0, lane); // acc_col(i, lane) - col0 depends on i alone
+    if (split_token) {
+        uint8_t *row = sh.stage + r0 * kStagePitchF32 + col0 * 4;
 #pragma unroll
-    for (int i = 0; i < 128; i += 2) {
-        const int r = (i % 4) / 2, head = r0 + 8 * r, d = 256 * wg + acc_col(i, lane);
-        const float v0 = o[i] * f[r], v1 = o[i + 1] * f[r];
-        if (split_token) {
-            *reinterpret_cast<float2 *>(p.partial_o + partial_index(p, t, h0 + head, split) * 512 + d) =
-                make_float2(v0, v1);
-        } else {
-            const __nv_bfloat162 b = __floats2bfloat162_rn(v0, v1);
-            *reinterpret_cast<__nv_bfloat162 *>(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512 + d) = b;
+        for (int i = 0; i < 128; i += 2) {
+            const int r = (i % 4) / 2, d = acc_col(i, lane) - acc_col(0, lane);
+            *reinterpret_cast<float2 *>(row + 8 * r * kStagePitchF32 + d * 4) = make_float2(o[i] * f[r], o[i + 1] * f[r]);
         }
+    } else {
+        uint8_t *row = sh.stage + r0 * kStagePitchBf16 + col0 * 2;
+#pragma unroll
+        for (int i = 0; i < 128; i += 2) {
+            const int r = (i % 4) / 2, d = acc_col(i, lane) - acc_col(0, lane);
+            *reinterpret_cast<__nv_bfloat162 *>(row + 8 * r * kStagePitchBf16 + d * 2) =
+                __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
+        }
+    }
+    fence_proxy_async(); // the staged rows, to the copy engine
+    named_barrier(kConsumers, 256);
+    if (tid < kHeads) {
+        const int head = tid;
+        if (split_token)
+            bulk_copy_s2g(p.partial_o + partial_index(p, t, h0 + head, split) * 512,
+                          sh.stage + head * kStagePitchF32, 2048);
+        else
+            bulk_copy_s2g(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512,
+                          sh.stage + head * kStagePitchBf16, 1024);
+        bulk_copies_read();
     }
 }
 
