@@ -6,12 +6,13 @@ completions land at random later times. The producer runs in both of its modes: 
 rows published by the copies' own arrivals, raw rows widened and published by the
 producer one half behind its copies. Over many random
 interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied by a
-phase other than the one it means (parity aliasing), and that no buffer half is refilled
-while a reader still needs it. It then breaks the protocol on purpose and checks that
+phase other than the one it means (parity aliasing), that no buffer half is refilled
+while a reader still needs it, and that the epilogue stages O over the tiles only once
+nobody needs them and no copy is landing there. It then breaks the protocol on purpose and checks that
 each break is caught, so that the check itself can fail.
 
 Keep it in step with the kernel: FILLS is fill_buf/fill_half, the producer is produce(),
-the consumer sequences are Consumer::run."""
+the consumer sequences are Consumer::run, the epilogue is heads_on_m.cuh's finish()."""
 import os
 import random
 import sys
@@ -22,7 +23,7 @@ from protocol import MBar, interleave  # noqa: E402
 FILLS = [(0, 0), (1, 1), (0, 1), (1, 0)]  # (buffer, half) in the producer's fill order
 
 
-def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publish=False):
+def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publish=False, early_stage=False):
     rnd = random.Random(seed)
     pairs = (ntiles + 1) // 2
     slot = lambda b, h: 2 * b + h
@@ -116,6 +117,15 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
                 readers[slot(other, 1)].discard("PV1")
                 free[slot(other, 1)].arrive()
             yield lambda: True
+        # finish(): the row sums and the scales under two barriers, then O staged over Q
+        # and the tiles, then a third barrier before the bulk copies read it.
+        if not early_stage:
+            yield sync("consumers", pairs)
+            yield sync("consumers", pairs + 1)
+        for s in range(4):
+            assert not readers.get(s), f"WG {w} stages O over slot {s} while {readers[s]} still need it"
+            assert state.get(s, (None, 'ready'))[1] == 'ready', f"WG {w} stages O over slot {s} while it is filled"
+        yield sync("consumers", pairs + 2)
 
     agents = {"producer": producer(), "wg0": compute(0), "wg1": compute(1)}
     interleave(agents, rnd, landing, lambda: land(landing.pop(0)))
@@ -127,7 +137,7 @@ def main():
             for seed in range(300):
                 run(ntiles, seed, widen)
     breaks = [("skip_free_wait", False), ("early_free", False), ("skip_free_wait", True), ("early_free", True),
-              ("late_publish", True)]
+              ("late_publish", True), ("early_stage", False), ("early_stage", True)]
     for broken, widen in breaks:
         try:
             for seed in range(300):
@@ -136,8 +146,8 @@ def main():
             continue
         print(f"FAIL: the model does not catch {broken} (widen={widen})")
         return 1
-    print("v5 protocol model: no deadlock, no parity aliasing, no early refill (both producer modes, "
-          "1-8 tiles, 300 schedules each); deliberate breaks caught")
+    print("v5 protocol model: no deadlock, no parity aliasing, no early refill, no O staged over a tile still "
+          "needed (both producer modes, 1-8 tiles, 300 schedules each); deliberate breaks caught")
     return 0
 
 

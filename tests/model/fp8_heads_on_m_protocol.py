@@ -8,13 +8,14 @@ half h of both buffers, and the WGs hand each other max and P through shared mem
 named barriers, modelled as the hardware counts them (per id, whoever arrives). Over many
 random interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied
 by a phase other than the one it means (parity aliasing), that nothing is read before it
-is written for that pair (K, row mask, V, P, max) and that nothing is overwritten while a
-reader still needs it. It then breaks the protocol on purpose and checks that each break
+is written for that pair (K, row mask, V, P, max), that nothing is overwritten while a
+reader still needs it, and that the epilogue stages O over the tiles only once nobody
+needs them. It then breaks the protocol on purpose and checks that each break
 is caught, so that the check itself can fail. Not modelled: the order among the
 producer's own threads (fill's kProducer barrier) and the proxy fences.
 
 Keep it in step with the kernel: the producer is produce() with its fill(), the consumer
-sequences are Consumer::run."""
+sequences are Consumer::run, the epilogue is heads_on_m.cuh's finish()."""
 import os
 import random
 import sys
@@ -25,7 +26,8 @@ from protocol import MBar, interleave  # noqa: E402
 TRANSPOSES = [(0, 0), (1, 1), (1, 0), (0, 1)]  # (buffer, half) in the producer's order
 
 
-def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False, early_k_free=False):
+def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False, early_k_free=False,
+        early_stage=False):
     rnd = random.Random(seed)
     pairs = (ntiles + 1) // 2
     k_ready = [MBar(2) for _ in range(4)]  # [buf*2+half]: the row-address arrival, the copies' landing
@@ -113,6 +115,15 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
         if not early_k_free:
             k_free[b].arrive()
 
+    def epilogue(me):  # finish(): O's rows staged over Q and the tiles, then copied out
+        if not early_stage:
+            yield sync("consumers", me)  # the row sums written: both WGs past their last P . V
+            yield sync("consumers", me)  # the heads' scales
+        for res in [('K', b, h) for b in (0, 1) for h in (0, 1)] + [('V', b, h) for b in (0, 1) for h in (0, 1)]:
+            assert not readers.get(res), f"{me} stages O over {res} while {sorted(readers[res])} still need it"
+            assert data.get(res, (0, 'ready'))[1] == 'ready', f"{me} stages O over {res} while it is written"
+        yield sync("consumers", me)  # staged: the bulk copies read the rows
+
     def wg0(me="wg0"):
         for k in range(pairs):
             yield from score(0, k, me)
@@ -140,6 +151,7 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
             read(('V', 1, 0), k, me)  # wgmma_wait<0>
             read(('P', 1), k, me)
             v_free[2].arrive()
+        yield from epilogue(me)
 
     def wg1(me="wg1"):
         for k in range(pairs):
@@ -164,6 +176,7 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
             read(('V', 0, 1), k, me)  # wgmma_wait<0>
             read(('P', 0), k, me)
             v_free[1].arrive()
+        yield from epilogue(me)
 
     agents = {"producer": producer(), "wg0": wg0(), "wg1": wg1()}
     interleave(agents, rnd, landing, land)
@@ -175,7 +188,7 @@ def main():
     for ntiles in range(1, 9):
         for seed in range(300):
             run(ntiles, seed)
-    for broken in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free"):
+    for broken in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free", "early_stage"):
         try:
             for seed in range(300):
                 run(6, seed, **{broken: True})
@@ -184,7 +197,8 @@ def main():
         print(f"FAIL: the model does not catch {broken}")
         return 1
     print("fp8m protocol model: no deadlock, no parity aliasing, no early read or overwrite of K, row masks, "
-          "V, P or max (1-8 tiles, 300 schedules each); deliberate breaks caught")
+          "V, P or max, no O staged over a tile still needed (1-8 tiles, 300 schedules each); deliberate breaks "
+          "caught")
     return 0
 
 
