@@ -42,10 +42,13 @@ mkdir -p "$out"
 build=$root/build-gpu
 jobs=$(nproc)
 
-# cJSON: the system's, or the Debian packages carried in .deps/ (the GPU image lacks it).
+# cJSON: the system's, or the Debian packages carried in .deps/ (the GPU image lacks it),
+# of this tree or, for a worktree under build-ab/ (see ab), of the checkout around it.
 cmake_args=()
-if [ ! -f /usr/include/cjson/cJSON.h ] && ls "$root"/.deps/libcjson*.deb >/dev/null 2>&1; then
-    for deb in "$root"/.deps/libcjson*.deb; do dpkg -x "$deb" /tmp/cjson-root; done
+deps=$root/.deps
+[ -d "$deps" ] || deps=$root/../../.deps
+if [ ! -f /usr/include/cjson/cJSON.h ] && ls "$deps"/libcjson*.deb >/dev/null 2>&1; then
+    for deb in "$deps"/libcjson*.deb; do dpkg -x "$deb" /tmp/cjson-root; done
     lib=$(find /tmp/cjson-root -name 'libcjson.so.*' | head -1)
     ln -sf "$lib" "$(dirname "$lib")/libcjson.so"
     cmake_args+=(-DCJSON_INCLUDE_DIR=/tmp/cjson-root/usr/include -DCJSON_LIBRARY="$(dirname "$lib")/libcjson.so")
