@@ -238,9 +238,12 @@ profile)
     profile fp8_h64 --preset flashmla-shapes
     profile bf16_h64 --preset flashmla-shapes --q bf16 --kv bf16
     profile fp8_h16 --preset v41-flash-tp4
-    # Decode at batch 2: how the time splits between the attention kernel and the combine.
-    step decode_kernels ncu --metrics gpu__time_duration.sum --launch-count 40 \
-        "$smla" bench --iters 1 --preset decode-v41-flash-tp1
+    # Decode at small batches: how the time splits between the attention kernel and the
+    # combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
+    for kv in fp8 fp8_ds_mla; do
+        step "decode_kernels_$kv" ncu --metrics gpu__time_duration.sum --launch-count 24 \
+            "$smla" bench --iters 1 --preset decode-v41-flash-tp1 --kv $kv
+    done
     ;;
 esac
 
