@@ -32,7 +32,6 @@ namespace smla {
 namespace bf16m {
 
 using namespace heads_on_m;
-constexpr int kThreads = 384;
 constexpr int kConsumerRegs = 216, kProducerRegs = 72;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 

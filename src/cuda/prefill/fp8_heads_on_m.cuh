@@ -36,7 +36,6 @@ namespace smla {
 namespace fp8m {
 
 using namespace heads_on_m;
-constexpr int kThreads = 384;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals

@@ -14,14 +14,19 @@
 namespace smla {
 namespace heads_on_m {
 
-constexpr int kRows = 64;  // KV entries per tile
-constexpr int kHeads = 64; // heads per CTA: wgmma's M
+constexpr int kRows = 64;     // KV entries per tile
+constexpr int kHeads = 64;    // heads per CTA: wgmma's M
+constexpr int kThreads = 384; // two consumer WGs and the producer WG
 
-// Registers: a CTA of 384 threads starts with 168 each (65536 / 384, rounded down to a
-// multiple of 8) and setmaxnreg only moves them between warpgroups: the consumer WGs can
-// grow to C and the producer shrink to P only when 2 x 128 C + 128 P fits in that. More
-// blocks setmaxnreg.inc forever.
-constexpr bool registers_fit(int consumer, int producer) { return 2 * 128 * consumer + 128 * producer <= 384 * 168; }
+// Registers: a CTA starts with 65536 / kThreads each, rounded down to a multiple of 8
+// (168), and setmaxnreg only moves them between warpgroups: the consumer WGs can grow to
+// C and the producer shrink to P only when 2 x 128 C + 128 P fits in that. More blocks
+// setmaxnreg.inc forever.
+constexpr int kStartRegs = 65536 / kThreads / 8 * 8;
+constexpr bool registers_fit(int consumer, int producer)
+{
+    return 2 * 128 * consumer + 128 * producer <= kThreads * kStartRegs;
+}
 
 // Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
 enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };

@@ -86,14 +86,13 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
 }
 
 // A heads-on-M kernel (bf16m or fp8m): one CTA per (token, 64-head group, split).
-cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int threads, const AttentionParams &p,
-                              cudaStream_t stream)
+cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, const AttentionParams &p, cudaStream_t stream)
 {
     cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     if (err != cudaSuccess)
         return err;
     const int64_t ctas = p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
-    kernel<<<static_cast<unsigned>(ctas), threads, smem, stream>>>(p);
+    kernel<<<static_cast<unsigned>(ctas), heads_on_m::kThreads, smem, stream>>>(p);
     return cudaGetLastError();
 }
 
@@ -107,8 +106,8 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
     case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
     case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
     default:
-        err = fp8_path ? launch_heads_on_m(fp8m::kernel, fp8m::Layout::kBytes, fp8m::kThreads, p, stream)
-                       : launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, bf16m::kThreads, p, stream);
+        err = fp8_path ? launch_heads_on_m(fp8m::kernel, fp8m::Layout::kBytes, p, stream)
+                       : launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, p, stream);
         break;
     }
     if (err != cudaSuccess || p.splits == 1)
