@@ -227,11 +227,24 @@ static smla_status attend_token(const smla_problem *p, int64_t t, token_scratch 
     return st;
 }
 
+/* The most entries a token of [begin, end) reads: the scratch's size. (Sized by the index
+ * widths it could be far larger than any token needs: wide index rows with short lens.) */
+static size_t most_active_entries(const smla_problem *p, int64_t begin, int64_t end)
+{
+    int64_t most = 0;
+    for (int64_t t = begin; t < end; t++) {
+        const int64_t n = active_columns(&p->swa, t) + active_columns(&p->extra, t);
+        if (n > most)
+            most = n;
+    }
+    return (size_t)most;
+}
+
 /* Tokens [begin, end) with their own scratch. */
 static smla_status attend_tokens(const smla_problem *p, int64_t begin, int64_t end)
 {
     const size_t heads = (size_t)p->num_heads;
-    const size_t entries = (size_t)p->swa.width + (size_t)p->extra.width;
+    const size_t entries = most_active_entries(p, begin, end);
     token_scratch s;
     s.rows = malloc(sizeof(float) * (entries ? entries : 1) * D);
     s.q_t = malloc(sizeof(double) * D * heads);
