@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "cuda_workspace.h"
+#include "head_tile_choice.h"
 #include "problem.h"
 #include "split_choice.h"
 }
@@ -38,16 +39,6 @@ IndexParams index_params(const smla_index_set &set)
     p.lens_stride = set.lens_stride;
     p.width = set.indices ? set.width : 0;
     return p;
-}
-
-// Largest head tile (<= max_ht) that still gives every SM a CTA; smaller tiles only when the
-// batch is too small to fill the GPU. The result does not depend on this choice.
-int heads_per_cta(int64_t tokens, int heads, int sm_count, int max_ht)
-{
-    int ht = heads < max_ht ? heads : max_ht;
-    while (ht > 8 && tokens * (heads / ht) < sm_count)
-        ht /= 2;
-    return ht;
 }
 
 template <int kHT, bool kShared> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
@@ -173,8 +164,8 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
     const bool fp8_wg = fp8_path && !on_m;
     p.heads_per_cta = on_m ? heads_on_m::kHeads
-                      : fp8_wg   ? heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
-                                 : heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
+                      : fp8_wg   ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
+                                 : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
     p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
     choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, on_m ? 2 : 1, &p);
     const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
