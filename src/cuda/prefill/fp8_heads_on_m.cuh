@@ -452,6 +452,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
+    allow_dependent_launch(); // the combine, when tokens are split
     extern __shared__ uint8_t smem[];
     const CtaWork c = cta_work(p);
     run(p, smem, c.t, c.h0, c.split);

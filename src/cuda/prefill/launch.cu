@@ -113,8 +113,18 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
     }
     if (err != cudaSuccess || p.splits == 1)
         return err;
-    combine_kernel<<<static_cast<unsigned>(p.num_tokens * p.num_heads), kCombineThreads, 0, stream>>>(p);
-    return cudaGetLastError();
+    // The combine's launch overlaps the attention kernel (each of whose CTAs allows it at
+    // its start); combine_kernel waits for the attention kernel's partials itself.
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(p.num_tokens * p.num_heads));
+    config.blockDim = dim3(kCombineThreads);
+    config.stream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, combine_kernel, p);
 }
 
 constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 512 entries
