@@ -176,6 +176,14 @@ __device__ __forceinline__ void bulk_copy_s2g(void *gmem, const void *smem, uint
 // their global writes complete on their own, visible to later kernels).
 __device__ __forceinline__ void bulk_copies_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
+// Programmatic dependent launch: a kernel launched after this one with programmatic
+// stream serialisation (smla launches all its kernels so) may start once every CTA of
+// this grid has run allow_dependent_launch; dependent_grid_wait still waits for the grid
+// before to finish and its writes to be visible, so where allow_dependent_launch runs only
+// decides how early the next launch begins.
+__device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+__device__ __forceinline__ void dependent_grid_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+
 // Named barrier halves: arrive without waiting / wait for `threads` arrivals.
 __device__ __forceinline__ void named_arrive(int id, int threads)
 {

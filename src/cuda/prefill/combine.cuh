@@ -2,7 +2,9 @@
 // splits' (O_s, m_s, l_s) combine as
 //   m = max_s m_s,  L = sum_s l_s 2^(m_s - m),  O = sum_s O_s 2^(m_s - m)
 // in split order, then the sink and scales apply as for an unsplit token. One CTA of 128
-// threads per (token, head), 4 dims per thread.
+// threads per (token, head), 4 dims per thread. Launched with programmatic stream
+// serialisation (launch.cu): its CTAs start while the attention kernel runs and wait for
+// it here.
 #pragma once
 #include <cstdint>
 
@@ -19,6 +21,8 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     const int64_t t = blockIdx.x / p.num_heads;
     const int h = static_cast<int>(blockIdx.x % p.num_heads);
     const int tid = threadIdx.x;
+    allow_dependent_launch(); // the next kernel in the stream
+    dependent_grid_wait();    // the attention kernel's partials
     int n_swa, n_ext;
     if (!token_is_split(p, t) || !token_entries(p, t, &n_swa, &n_ext))
         return; // unsplit tokens are written by the attention kernel; padding is not

@@ -41,17 +41,36 @@ IndexParams index_params(const smla_index_set &set)
     return p;
 }
 
+// Every kernel of a call is launched with programmatic stream serialisation: its CTAs may
+// be scheduled while the kernel before it in the stream ends (smla's kernels allow it at
+// their start), and they wait for that kernel (dependent_grid_wait) before anything else.
+cudaError_t launch_programmatic(void (*kernel)(AttentionParams), int64_t ctas, int threads, int smem,
+                                const AttentionParams &p, cudaStream_t stream)
+{
+    if (smem > 0) {
+        const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (err != cudaSuccess)
+            return err;
+    }
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(ctas));
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, kernel, p);
+}
+
 template <int kHT, bool kShared> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
 {
-    constexpr int smem = fp8wg::smem_bytes<kHT, kShared>();
-    auto kernel = fp8wg::kernel<kHT, kShared>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (err != cudaSuccess)
-        return err;
     constexpr int wgs = fp8wg::wgs_per_cta<kHT>();
     const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
-    kernel<<<static_cast<unsigned>((items + wgs - 1) / wgs), fp8wg::kWGThreads * wgs, smem, stream>>>(p);
-    return cudaGetLastError();
+    return launch_programmatic(fp8wg::kernel<kHT, kShared>, (items + wgs - 1) / wgs, fp8wg::kWGThreads * wgs,
+                               fp8wg::smem_bytes<kHT, kShared>(), p, stream);
 }
 
 // The two WGs of a CTA share one token's tiles when they can: two WGs per CTA and an even
@@ -67,24 +86,15 @@ template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t
 
 template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
 {
-    constexpr int smem = bf16::Bf16Config<kHT>::kSmemBytes;
-    auto kernel = bf16::kernel<kHT>;
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (err != cudaSuccess)
-        return err;
-    kernel<<<static_cast<unsigned>(p.num_tokens * (p.num_heads / kHT) * p.splits), bf16::kThreads, smem, stream>>>(p);
-    return cudaGetLastError();
+    return launch_programmatic(bf16::kernel<kHT>, p.num_tokens * (p.num_heads / kHT) * p.splits, bf16::kThreads,
+                               bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
 // A heads-on-M kernel (bf16m or fp8m): one CTA per (token, 64-head group, split).
 cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, const AttentionParams &p, cudaStream_t stream)
 {
-    cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    if (err != cudaSuccess)
-        return err;
-    const int64_t ctas = p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
-    kernel<<<static_cast<unsigned>(ctas), heads_on_m::kThreads, smem, stream>>>(p);
-    return cudaGetLastError();
+    return launch_programmatic(kernel, p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits,
+                               heads_on_m::kThreads, smem, p, stream);
 }
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
@@ -103,8 +113,7 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
     }
     if (err != cudaSuccess || p.splits == 1)
         return err;
-    combine_kernel<<<static_cast<unsigned>(p.num_tokens * p.num_heads), kCombineThreads, 0, stream>>>(p);
-    return cudaGetLastError();
+    return launch_programmatic(combine_kernel, p.num_tokens * p.num_heads, kCombineThreads, 0, p, stream);
 }
 
 constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 512 entries
