@@ -105,7 +105,7 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
             free[slot(other, w)].arrive()
             yield lambda: True
         # finish(): the row sums and the scales under two barriers, then O staged over Q
-        # and the tiles, then a third barrier before the bulk copies read it.
+        # and the tiles, then a third barrier before the stores out read it.
         if not early_stage:
             yield sync("consumers", pairs)
             yield sync("consumers", pairs + 1)

@@ -122,7 +122,7 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
         for res in [('K', b, h) for b in (0, 1) for h in (0, 1)] + [('V', b, h) for b in (0, 1) for h in (0, 1)]:
             assert not readers.get(res), f"{me} stages O over {res} while {sorted(readers[res])} still need it"
             assert data.get(res, (0, 'ready'))[1] == 'ready', f"{me} stages O over {res} while it is written"
-        yield sync("consumers", me)  # staged: the bulk copies read the rows
+        yield sync("consumers", me)  # staged: the stores out read the rows
 
     def consumer(w):  # Consumer::run of WG w: scores buffer w, owns V half w of both buffers
         me, own, other = f"wg{w}", w, 1 - w
