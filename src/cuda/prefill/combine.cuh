@@ -3,9 +3,8 @@
 //   m = max_s m_s,  L = sum_s l_s 2^(m_s - m),  O = sum_s O_s 2^(m_s - m)
 // in split order (the max taken over batches of splits as they are read), then the sink
 // and scales apply as for an unsplit token. One CTA of 128 threads per (token, head), 4
-// dims per thread. Launched with programmatic stream
-// serialisation (launch.cu): its CTAs start while the attention kernel runs and wait for
-// it here.
+// dims per thread. Launched with programmatic stream serialisation (launch.cu): its CTAs
+// start while the attention kernel runs and wait for it here.
 #pragma once
 #include <cstdint>
 
