@@ -5,7 +5,7 @@ warpgroups (each one agent: their threads move together between barriers); cp.as
 completions land at random later times. The producer fills a buffer (rows, row mask, K
 copies), then transposes K to V^T one half at a time; WG b scores buffer b, WG h owns V
 half h of both buffers, and the WGs hand each other max and P through shared memory under
-named barriers, modelled as the hardware counts them (per id, whoever arrives). Over many
+named barriers (both take the pair's max after one barrier), modelled as the hardware counts them (per id, whoever arrives). Over many
 random interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied
 by a phase other than the one it means (parity aliasing), that nothing is read before it
 is written for that pair (K, row mask, V, P, max), that nothing is overwritten while a
@@ -122,63 +122,38 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
         for res in [('K', b, h) for b in (0, 1) for h in (0, 1)] + [('V', b, h) for b in (0, 1) for h in (0, 1)]:
             assert not readers.get(res), f"{me} stages O over {res} while {sorted(readers[res])} still need it"
             assert data.get(res, (0, 'ready'))[1] == 'ready', f"{me} stages O over {res} while it is written"
-        yield sync("consumers", me)  # staged: the bulk copies read the rows
+        yield sync("consumers", me)  # staged: the stores out read the rows
 
-    def wg0(me="wg0"):
+    def consumer(w):  # Consumer::run of WG w: scores buffer w, owns V half w of both buffers
+        me, own, other = f"wg{w}", w, 1 - w
         for k in range(pairs):
-            yield from score(0, k, me)
-            write(('max', 0, k & 1), k, 'ready', {"wg1"})
-            arrive("max0", me)
-            yield wait(v_ready[0], k, k & 1)
-            if early_v_free:
-                v_free[0].arrive()
+            yield from score(own, k, me)
+            write(('max', w, k & 1), k, 'ready', {f"wg{other}"})  # exchange_max
+            yield sync("max", me)
+            read(('max', other, k & 1), k, me)
+            yield ok
+            write(('P', w), k, 'ready', {f"wg{other}"})
+            arrive(f"p{w}", me)
+            yield wait(v_ready[2 * own + w], k, k & 1)
+            if early_v_free and w == 0:
+                v_free[2 * own + w].arrive()
                 yield ok
-            read(('V', 0, 0), k, me, end=False)  # P . V own, in flight
-            yield sync("max1", me)
-            read(('max', 1, k & 1), k, me)
+            read(('V', own, w), k, me, end=False)  # P . V own, in flight
+            yield sync(f"p{other}", me)
+            yield wait(v_ready[2 * other + w], k, k & 1)
+            read(('V', other, w), k, me, end=False)  # P . V other, in flight
+            read(('P', other), k, me, end=False)
             yield ok
-            write(('P', 0), k, 'ready', {"wg1"})
-            arrive("p0", me)
+            read(('V', own, w), k, me)  # wgmma_wait<1>
+            if not (early_v_free and w == 0):
+                v_free[2 * own + w].arrive()
             yield ok
-            read(('V', 0, 0), k, me)  # wgmma_wait<0>
-            if not early_v_free:
-                v_free[0].arrive()
-            yield sync("p1", me)
-            yield wait(v_ready[2], k, k & 1)
-            read(('V', 1, 0), k, me, end=False)  # P . V other, in flight
-            read(('P', 1), k, me, end=False)
-            yield ok
-            read(('V', 1, 0), k, me)  # wgmma_wait<0>
-            read(('P', 1), k, me)
-            v_free[2].arrive()
+            read(('V', other, w), k, me)  # wgmma_wait<0>
+            read(('P', other), k, me)
+            v_free[2 * other + w].arrive()
         yield from epilogue(me)
 
-    def wg1(me="wg1"):
-        for k in range(pairs):
-            yield from score(1, k, me)
-            yield sync("max0", me)
-            read(('max', 0, k & 1), k, me)
-            write(('max', 1, k & 1), k, 'ready', {"wg0"})
-            arrive("max1", me)
-            yield ok
-            write(('P', 1), k, 'ready', {"wg0"})
-            arrive("p1", me)
-            yield wait(v_ready[3], k, k & 1)
-            read(('V', 1, 1), k, me, end=False)  # P . V own, in flight
-            yield sync("p0", me)
-            yield wait(v_ready[1], k, k & 1)
-            read(('V', 0, 1), k, me, end=False)  # P . V other, in flight
-            read(('P', 0), k, me, end=False)
-            yield ok
-            read(('V', 1, 1), k, me)  # wgmma_wait<1>
-            v_free[3].arrive()
-            yield ok
-            read(('V', 0, 1), k, me)  # wgmma_wait<0>
-            read(('P', 0), k, me)
-            v_free[1].arrive()
-        yield from epilogue(me)
-
-    agents = {"producer": producer(), "wg0": wg0(), "wg1": wg1()}
+    agents = {"producer": producer(), "wg0": consumer(0), "wg1": consumer(1)}
     interleave(agents, rnd, landing, land)
     assert not landing and all(b.completed == pairs and b.arrivals == 0 for b in k_ready + v_ready + k_free + v_free)
     assert all(not arrivers for arrivers, _ in named.values())

@@ -163,19 +163,6 @@ __device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, uint
                  : "memory");
 }
 
-// One contiguous copy of `bytes` (a multiple of 16, both addresses 16-byte aligned) from
-// shared to global memory by the copy engine, committed as a bulk group of this thread.
-__device__ __forceinline__ void bulk_copy_s2g(void *gmem, const void *smem, uint32_t bytes)
-{
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
-                 "cp.async.bulk.commit_group;\n" ::"l"(gmem),
-                 "r"(smem_addr(smem)), "r"(bytes)
-                 : "memory");
-}
-// Waits until this thread's bulk copies have read their shared memory (it may be reused;
-// their global writes complete on their own, visible to later kernels).
-__device__ __forceinline__ void bulk_copies_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-
 // Programmatic dependent launch: a kernel launched after this one with programmatic
 // stream serialisation (smla launches all its kernels so) may start once every CTA of
 // this grid has run allow_dependent_launch; dependent_grid_wait still waits for the grid

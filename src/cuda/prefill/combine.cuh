@@ -1,10 +1,10 @@
 // Merges the partial results of a split token (split-KV): for token t and head h, the
 // splits' (O_s, m_s, l_s) combine as
 //   m = max_s m_s,  L = sum_s l_s 2^(m_s - m),  O = sum_s O_s 2^(m_s - m)
-// in split order, then the sink and scales apply as for an unsplit token. One CTA of 128
-// threads per (token, head), 4 dims per thread. Launched with programmatic stream
-// serialisation (launch.cu): its CTAs start while the attention kernel runs and wait for
-// it here.
+// in split order (the max taken over batches of splits as they are read), then the sink
+// and scales apply as for an unsplit token. One CTA of 128 threads per (token, head), 4
+// dims per thread. Launched with programmatic stream serialisation (launch.cu): its CTAs
+// start while the attention kernel runs and wait for it here.
 #pragma once
 #include <cstdint>
 
@@ -28,20 +28,38 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
         return; // unsplit tokens are written by the attention kernel; padding is not
     const int tiles = (n_swa + n_ext + p.tile_rows - 1) / p.tile_rows;
     const int splits = (tiles + p.split_tiles - 1) / p.split_tiles;
-    float m = -INFINITY;
-    for (int s = 0; s < splits; s++)
-        m = fmaxf(m, p.partial_ml[partial_index(p, t, h, s)].x);
-    float sum = 0.f;
+    // kBatch splits' (m, l) and O loaded at once, so that their loads overlap (one after
+    // the other they were most of this kernel's time), then merged in split order.
+    constexpr int kBatch = 8;
+    float m = -INFINITY, sum = 0.f;
     float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (m != -INFINITY) {
-        for (int s = 0; s < splits; s++) {
-            const float2 ml = p.partial_ml[partial_index(p, t, h, s)];
-            const float f = exp2f(ml.x - m);
-            sum = __fmaf_rn(ml.y, f, sum);
-            const float4 v = reinterpret_cast<const float4 *>(p.partial_o + partial_index(p, t, h, s) * 512)[tid];
-            o = make_float4(__fmaf_rn(v.x, f, o.x), __fmaf_rn(v.y, f, o.y), __fmaf_rn(v.z, f, o.z),
-                            __fmaf_rn(v.w, f, o.w));
+    for (int s0 = 0; s0 < splits; s0 += kBatch) {
+        float2 ml[kBatch];
+        float4 v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const bool in = s0 + i < splits;
+            const int64_t at = partial_index(p, t, h, in ? s0 + i : 0);
+            ml[i] = in ? p.partial_ml[at] : make_float2(-INFINITY, 0.f);
+            v[i] = in ? reinterpret_cast<const float4 *>(p.partial_o + at * 512)[tid] : make_float4(0.f, 0.f, 0.f, 0.f);
         }
+        float mb = m;
+#pragma unroll
+        for (int i = 0; i < kBatch; i++)
+            mb = fmaxf(mb, ml[i].x);
+        if (mb == -INFINITY)
+            continue; // no valid entry yet
+        const float g = exp2f(m - mb); // the batches before, to the new max (0 while m is -inf)
+        sum *= g;
+        o = make_float4(o.x * g, o.y * g, o.z * g, o.w * g);
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const float f = exp2f(ml[i].x - mb);
+            sum = __fmaf_rn(ml[i].y, f, sum);
+            o = make_float4(__fmaf_rn(v[i].x, f, o.x), __fmaf_rn(v[i].y, f, o.y), __fmaf_rn(v[i].z, f, o.z),
+                            __fmaf_rn(v[i].w, f, o.w));
+        }
+        m = mb;
     }
     const float scale = head_scale(p, h, m, sum, 1.f);
     uint16_t *out = p.out + t * p.out_token_stride + int64_t(h) * 512 + tid * 4;

@@ -8,7 +8,7 @@
 //   WG 0 takes the even tiles, WG 1 the odd ones, two at a time: S = Q . K^T for its own
 //     tile (m64n64k32), then O_half += P . V_half over both tiles of the pair (m64n256k32),
 //     WG 0 owning output dims 0-255, WG 1 dims 256-511: its own P from registers, the
-//     other WG's from shared memory. The max hand-off is bf16m's (heads_on_m.cuh).
+//     other WG's from shared memory. The max exchange is bf16m's (heads_on_m.cuh).
 //
 // Precision (as the FP8 path's other kernel, fp8_token_wg.cuh): FP8 wgmma keeps only ~14
 // bits of a running sum, so every K step of S gets fresh accumulators, added in FP32; P is
@@ -348,61 +348,27 @@ struct Consumer {
             score(s, own, k);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
             mbar_arrive(&sh.k_free[own]); // S and the row mask read: K and rows may be refilled
-            if (wg == 0) {
-                // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
-                exponentiate(s, m, rs);
-                rescale(o, f);
-                p_planes(s, hi, lo);
-                mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
-                accumulate_own(o, hi, lo, own);
-                // The final max from WG 1: O and l move to it; WG 1 gets P at it.
-                float g[2];
-                take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, k), r0);
-#pragma unroll
-                for (int i = 0; i < 32; i++)
-                    s[i] *= g[(i % 4) / 2];
-                {
-                    uint4 shi[2], slo[2];
-                    p_planes(s, shi, slo);
-                    store_p(shi, slo, own);
-                }
-                named_arrive(kP0Ready, 256);
-                wgmma_wait<0>();
-                fence_regs(o);
-                keep_until_done(hi);
-                keep_until_done(lo);
-                mbar_arrive(&sh.v_free[own * 2 + wg]);
-                rescale(o, g);
-                named_barrier(kP1Ready, 256);
-                mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
-                accumulate_other(o, other);
-                wgmma_wait<0>();
-                fence_regs(o);
-                mbar_arrive(&sh.v_free[other * 2 + wg]);
-            } else {
-                // The final max: WG 0's value (m and its tile) with this tile's.
-                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
-                exponentiate(s, m, rs);
-                settle_max(m, f, rs, l, m_run);
-                rescale(o, f);
-                p_planes(s, hi, lo);
-                store_p(hi, lo, own); // before the wgmmas that read the fragments
-                named_arrive(kP1Ready, 256);
-                mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
-                accumulate_own(o, hi, lo, own);
-                named_barrier(kP0Ready, 256);
-                mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
-                accumulate_other(o, other);
-                wgmma_wait<1>();
-                fence_regs(o);
-                keep_until_done(hi);
-                keep_until_done(lo);
-                mbar_arrive(&sh.v_free[own * 2 + wg]);
-                wgmma_wait<0>();
-                fence_regs(o);
-                mbar_arrive(&sh.v_free[other * 2 + wg]);
-            }
+            exchange_max(m_run, mx, m, f, sh.handoff(wg, k), sh.handoff(other, k), r0, lane);
+            exponentiate(s, m, rs);
+            settle_max(m, f, rs, l, m_run);
+            rescale(o, f);
+            p_planes(s, hi, lo);
+            // P for the other WG first: its P . V over this tile waits for it.
+            store_p(hi, lo, own);
+            named_arrive(kP0Ready + wg, 256);
+            mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
+            accumulate_own(o, hi, lo, own);
+            named_barrier(kP0Ready + other, 256);
+            mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
+            accumulate_other(o, other);
+            wgmma_wait<1>();
+            fence_regs(o);
+            keep_until_done(hi);
+            keep_until_done(lo);
+            mbar_arrive(&sh.v_free[own * 2 + wg]);
+            wgmma_wait<0>();
+            fence_regs(o);
+            mbar_arrive(&sh.v_free[other * 2 + wg]);
         }
         finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale, sh.q}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                kPScale);

@@ -29,7 +29,8 @@ constexpr bool registers_fit(int consumer, int producer)
 }
 
 // Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
-enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };
+// kP0Ready + w: WG w's P of the pair is in shared memory.
+enum Barrier { kMaxReady = 1, kP0Ready, kP1Ready, kConsumers, kProducer };
 
 // Scores in log2 units, invalid entries -inf; the max of rows r0, r0 + 8 over the tile.
 // valid: bit e set when entry e of the tile holds a row.
@@ -76,45 +77,27 @@ __device__ __forceinline__ void rescale(float (&o)[128], const float (&f)[2])
     }
 }
 
-// A max of rows r0, r0 + 8 for the other WG (one lane per row pair writes it).
-__device__ __forceinline__ void publish_max(float *handoff, int r0, int lane, const float (&m)[2])
+// The running max of a pair (m) and the factor f that moves O and l from m_run to it:
+// each WG hands the other its tile's row maxima mx (one lane per row pair writes them),
+// and both take max(m_run, both tiles) after one barrier. So P, O and l are computed once,
+// at the final max, and neither WG rescales its P for the other.
+__device__ __forceinline__ void exchange_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2],
+                                             float (&f)[2], float *to_other, const float *from_other, int r0,
+                                             int lane)
 {
     if (lane % 4 == 0) {
-        handoff[r0] = m[0];
-        handoff[r0 + 8] = m[1];
+        to_other[r0] = mx[0];
+        to_other[r0 + 8] = mx[1];
     }
-}
-
-// The running max of a pair, agreed in three steps (m: this WG's max for the pair, f:
-// the factor from m_run to m). WG 0 first: max(m_run, its tile), handed to WG 1.
-__device__ __forceinline__ void propose_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2],
-                                            float (&f)[2], float *to_wg1, int r0, int lane)
-{
+    named_barrier(kMaxReady, 256);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        m[r] = fmaxf(m_run[r], mx[r]);
+        m[r] = fmaxf(m_run[r], fmaxf(mx[r], from_other[r0 + 8 * r]));
         f[r] = move_factor(m_run[r], m[r]);
     }
-    publish_max(to_wg1, r0, lane, m);
-    named_arrive(kMax0Ready, 256);
 }
 
-// WG 1: the pair's final max m, WG 0's value with its own tile's, handed back; f moves O
-// and l from m_run to it.
-__device__ __forceinline__ void final_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2], float (&f)[2],
-                                          const float *from_wg0, float *to_wg0, int r0, int lane)
-{
-    named_barrier(kMax0Ready, 256);
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        m[r] = fmaxf(from_wg0[r0 + 8 * r], mx[r]);
-        f[r] = move_factor(m_run[r], m[r]);
-    }
-    publish_max(to_wg0, r0, lane, m);
-    named_arrive(kMax1Ready, 256);
-}
-
-// WG 1, after its tile's P at m: l and m_run at the final max.
+// After this tile's P at the pair's max m (row sums rs): l and m_run at m.
 __device__ __forceinline__ void settle_max(const float (&m)[2], const float (&f)[2], const float (&rs)[2],
                                            float (&l)[2], float (&m_run)[2])
 {
@@ -122,22 +105,6 @@ __device__ __forceinline__ void settle_max(const float (&m)[2], const float (&f)
     for (int r = 0; r < 2; r++) {
         l[r] = l[r] * f[r] + rs[r];
         m_run[r] = m[r];
-    }
-}
-
-// WG 0, after its tile's P at m: the final max from WG 1, with g the factor that moves
-// P, O and l from m to it (l takes this tile's row sums rs and both factors).
-__device__ __forceinline__ void take_final_max(const float (&m)[2], const float (&f)[2], const float (&rs)[2],
-                                               float (&l)[2], float (&m_run)[2], float (&g)[2], const float *from_wg1,
-                                               int r0)
-{
-    named_barrier(kMax1Ready, 256);
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const float m_final = from_wg1[r0 + 8 * r];
-        g[r] = m[r] == -INFINITY ? 1.f : fast_exp2(m[r] - m_final);
-        l[r] = (l[r] * f[r] + rs[r]) * g[r];
-        m_run[r] = m_final;
     }
 }
 
@@ -193,7 +160,7 @@ __device__ __forceinline__ void q_landed()
 }
 
 // The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale,
-// and `stage`, kStageBytes where O's rows are gathered before they are copied out (free
+// and `stage`, kStageBytes where O's rows are gathered before they are stored out (free
 // once both consumer WGs are past their last P . V: the kernels put it over Q and the
 // tiles).
 struct EpilogueSmem {
@@ -208,9 +175,10 @@ constexpr int kStageBytes = kHeads * kStagePitchF32;
 // Row sums over the quad and both WGs; final scale or partials; WG wg's 256 dims (tid:
 // 0..255 over both consumer WGs). p_scale: the factor P carries (1 for BF16). O goes out
 // through shared memory: every thread stores its values into the heads' staged rows, then
-// one thread per head copies the row out with one bulk copy. (Stored straight to global
-// memory, 64 scattered 4-byte stores per thread with their 64-bit addresses took as long
-// as about two pairs of tiles: the profile of v6.1.)
+// the rows go out in coalesced 16-byte stores. (Stored straight to global memory, 64
+// scattered 4-byte stores per thread with their 64-bit addresses took as long as about two
+// pairs of tiles: the profile of v6.1. One bulk copy per row, issued by 64 threads, is a
+// loop of 32 serial issues in each of two warps, about 7% of v9's stall samples.)
 __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, float (&o)[128],
                               const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
                               bool split_token, int wg, int tid, int lane, int r0, float p_scale)
@@ -250,17 +218,27 @@ __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, 
                 __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
         }
     }
-    fence_proxy_async(); // the staged rows, to the copy engine
     named_barrier(kConsumers, 256);
-    if (tid < kHeads) {
-        const int head = tid;
-        if (split_token)
-            bulk_copy_s2g(p.partial_o + partial_index(p, t, h0 + head, split) * 512,
-                          sh.stage + head * kStagePitchF32, 2048);
-        else
-            bulk_copy_s2g(p.out + t * p.out_token_stride + int64_t(h0 + head) * 512,
-                          sh.stage + head * kStagePitchBf16, 1024);
-        bulk_copies_read();
+    // Out in 16-byte stores, consecutive threads on consecutive chunks of the staged rows:
+    // the 64 heads' BF16 rows are contiguous in `out`; a split token's FP32 rows are
+    // splits x 2 KB apart.
+    if (split_token) {
+        constexpr int kChunks = 2048 / 16; // per row
+        float *base = p.partial_o + partial_index(p, t, h0, split) * 512;
+        const int64_t head_stride = int64_t(p.splits) * 512;
+#pragma unroll 8
+        for (int c = tid; c < kHeads * kChunks; c += 256) {
+            const int row = c / kChunks, x = c % kChunks;
+            *reinterpret_cast<uint4 *>(base + row * head_stride + 4 * x) =
+                *reinterpret_cast<const uint4 *>(sh.stage + row * kStagePitchF32 + 16 * x);
+        }
+    } else {
+        constexpr int kChunks = 1024 / 16;
+        uint8_t *base = reinterpret_cast<uint8_t *>(p.out + t * p.out_token_stride + int64_t(h0) * 512);
+#pragma unroll 8
+        for (int c = tid; c < kHeads * kChunks; c += 256)
+            *reinterpret_cast<uint4 *>(base + 16 * c) =
+                *reinterpret_cast<const uint4 *>(sh.stage + (c / kChunks) * kStagePitchBf16 + 16 * (c % kChunks));
     }
 }
 
