@@ -91,18 +91,31 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
             for h in (0, 1):
                 read(slot(own, h), f"S{own}")
                 readers[slot(own, h)].discard(f"S{own}")
-            yield sync("max", k)  # exchange_max
-            read(slot(own, w), f"PV{w}")  # P . V own, in flight
-            if early_free:
-                free[slot(own, w)].arrive()
-            arrive(f"p{w}", k)
-            yield sync(f"p{other}", k)
-            read(slot(other, w), f"PV{w}")  # P . V other, in flight
-            readers[slot(own, w)].discard(f"PV{w}")  # wgmma_wait<1>
-            if not early_free:
-                free[slot(own, w)].arrive()
-            readers[slot(other, w)].discard(f"PV{w}")  # wgmma_wait<0>
-            free[slot(other, w)].arrive()
+            if w == 0:
+                arrive("max0", k)
+                read(slot(own, 0), "PV0")
+                if early_free:
+                    free[slot(own, 0)].arrive()
+                yield sync("max1", k)
+                arrive("p0", k)
+                readers[slot(own, 0)].discard("PV0")
+                if not early_free:
+                    free[slot(own, 0)].arrive()
+                yield sync("p1", k)
+                read(slot(other, 0), "PV0")
+                readers[slot(other, 0)].discard("PV0")
+                free[slot(other, 0)].arrive()
+            else:
+                yield sync("max0", k)
+                arrive("max1", k)
+                read(slot(own, 1), "PV1")
+                arrive("p1", k)
+                yield sync("p0", k)
+                read(slot(other, 1), "PV1")
+                readers[slot(own, 1)].discard("PV1")
+                free[slot(own, 1)].arrive()
+                readers[slot(other, 1)].discard("PV1")
+                free[slot(other, 1)].arrive()
             yield lambda: True
         # finish(): the row sums and the scales under two barriers, then O staged over Q
         # and the tiles, then a third barrier before the stores out read it.

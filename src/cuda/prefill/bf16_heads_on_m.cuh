@@ -319,26 +319,53 @@ struct Consumer {
             float s[32], mx[2], m[2], rs[2], f[2];
             score(s, own, k);
             mask_and_max(s, *reinterpret_cast<const uint64_t *>(sh.valid + own * 2), lane, p.scale_log2, mx);
-            exchange_max(m_run, mx, m, f, sh.handoff(wg, k), sh.handoff(other, k), r0, lane);
-            exponentiate(s, m, rs);
-            settle_max(m, f, rs, l, m_run);
-            rescale(o, f);
-            uint4 pf[4];
-            p_fragments(s, pf);
-            accumulate_own(o, pf, own);
-            store_p(s, own);
-            named_arrive(kP0Ready + wg, 256);
-            named_barrier(kP0Ready + other, 256);
-            accumulate_other(o, other);
-            wgmma_wait<1>();
-            fence_regs(o);
-            keep_until_done(pf);
-            // WG w frees half w of a buffer: of its own once its S and P . V are done, of
-            // the other's once its P . V is (the other's S is: its P was ready).
-            mbar_arrive(&sh.free_[own * 2 + wg]);
-            wgmma_wait<0>();
-            fence_regs(o);
-            mbar_arrive(&sh.free_[other * 2 + wg]);
+            if (wg == 0) {
+                // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
+                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
+                exponentiate(s, m, rs);
+                rescale(o, f);
+                uint4 pf[4];
+                p_fragments(s, pf);
+                accumulate_own(o, pf, own);
+                // The final max from WG 1: P, O and l move to it.
+                float g[2];
+                take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, k), r0);
+#pragma unroll
+                for (int i = 0; i < 32; i++)
+                    s[i] *= g[(i % 4) / 2];
+                store_p(s, own);
+                named_arrive(kP0Ready, 256);
+                wgmma_wait<0>();
+                fence_regs(o);
+                keep_until_done(pf);
+                mbar_arrive(&sh.free_[own * 2 + 0]); // buffer 0, left half: S and P . V done
+                rescale(o, g);
+                named_barrier(kP1Ready, 256);
+                accumulate_other(o, other);
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+            } else {
+                // The final max: WG 0's value (m and its tile) with this tile's.
+                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
+                exponentiate(s, m, rs);
+                settle_max(m, f, rs, l, m_run);
+                rescale(o, f);
+                uint4 pf[4];
+                p_fragments(s, pf);
+                accumulate_own(o, pf, own);
+                store_p(s, own);
+                named_arrive(kP1Ready, 256);
+                named_barrier(kP0Ready, 256);
+                accumulate_other(o, other);
+                wgmma_wait<1>();
+                fence_regs(o);
+                keep_until_done(pf);
+                mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
+                wgmma_wait<0>();
+                fence_regs(o);
+                mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
+            }
         }
         finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale, sh.q}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                1.f);
