@@ -198,14 +198,17 @@ soak)
     ;;
 ab)
     # Trees b, c, ... in the order given: each built and smoke-checked, then every bench
-    # argument list runs A, b, c, ..., twice.
+    # argument list runs A, b, c, ..., twice. A tree whose smoke check fails is left out,
+    # unless AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, PERF.md)
+    # compute wrong results and are timed anyway.
     names=(b c d e f g)
     [ ${#others[@]} -le ${#names[@]} ] || { echo "ab: at most ${#names[@]} trees" >&2; exit 2; }
     for i in "${!others[@]}"; do
         name=${names[$i]} tree=${others[$i]}
         step "configure_$name" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
             step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
-            STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
+            { STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
+                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } ||
             unset "others[$i]" # a tree that fails is left out of the benches; the run fails
     done
     n=0
