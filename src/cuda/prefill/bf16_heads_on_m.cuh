@@ -45,36 +45,24 @@ struct Layout {
     static constexpr int kScaleOff = kPOff + 2 * kPBytes;             // [buf][half][64 rows][8]
     static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [buf][64] row address + tags
     static constexpr int kScaleRowOff = kRowOff + 2 * kRows * 8;      // [buf][64] fp8_ds_mla scale rows
-    static constexpr int kMaxOff = kScaleRowOff + 2 * kRows * 8;      // [WG][pair % 2][64] max hand-offs
-    static constexpr int kSumOff = kMaxOff + 2 * 2 * kHeads * 4;      // [2 WGs][64] row sums
-    static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;        // [64] max, [64] scale
-    static constexpr int kValidOff = kFinalOff + 2 * kHeads * 4;      // [buf] 64-bit row masks
-    static constexpr int kBarOff = kValidOff + 2 * 8;                 // mbarriers
+    static constexpr int kHandoffOff = kScaleRowOff + 2 * kRows * 8;  // HandoffSmem
+    static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
     static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
 
-struct Shared {
+struct Shared : HandoffSmem {
     uint8_t *q, *tiles, *p, *scales;
     uint64_t *rows, *scale_rows_addr;
-    uint32_t *valid; // [buf * 2 + w]: bit r set when row 32w + r holds an entry
-    float *max_handoff, *sums, *mfinal, *scale;
-    // The max WG `wg` hands to the other in pair k: its own array, one per pair parity,
-    // so no slot is rewritten before the pair after next.
-    __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
     uint64_t *ready, *free_; // [buf * 2 + half]
 
     __device__ explicit Shared(uint8_t *smem)
-        : q(smem + Layout::kQOff), tiles(smem + Layout::kTileOff), p(smem + Layout::kPOff),
-          scales(smem + Layout::kScaleOff), rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
+        : HandoffSmem(smem + Layout::kHandoffOff), q(smem + Layout::kQOff), tiles(smem + Layout::kTileOff),
+          p(smem + Layout::kPOff), scales(smem + Layout::kScaleOff),
+          rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
           scale_rows_addr(reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff)),
-          max_handoff(reinterpret_cast<float *>(smem + Layout::kMaxOff)),
-          sums(reinterpret_cast<float *>(smem + Layout::kSumOff)),
-          mfinal(reinterpret_cast<float *>(smem + Layout::kFinalOff)),
-          scale(reinterpret_cast<float *>(smem + Layout::kFinalOff) + kHeads),
-          valid(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)),
           ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
     {
     }
@@ -318,7 +306,7 @@ struct Consumer {
         for (int k = 0; k < pairs; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
             score(s, own, k);
-            mask_and_max(s, *reinterpret_cast<const uint64_t *>(sh.valid + own * 2), lane, p.scale_log2, mx);
+            mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
                 propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
@@ -367,7 +355,7 @@ struct Consumer {
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
             }
         }
-        finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale, sh.q}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
+        finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                1.f);
     }
 };

@@ -50,11 +50,8 @@ struct Layout {
     static constexpr int kPPlane = kHeads * kRows;            // [64 heads][64 entries], 64 B swizzle
     static constexpr int kPOff = kVOff + 2 * kVBytes;         // [buf][hi, lo]
     static constexpr int kRowOff = kPOff + 4 * kPPlane;       // [buf][64] row addresses
-    static constexpr int kMaxOff = kRowOff + 2 * kRows * 8;   // [WG][pair % 2][64] max hand-offs
-    static constexpr int kSumOff = kMaxOff + 2 * 2 * kHeads * 4; // [2 WGs][64] row sums
-    static constexpr int kFinalOff = kSumOff + 2 * kHeads * 4;   // [64] max, [64] scale
-    static constexpr int kValidOff = kFinalOff + 2 * kHeads * 4; // [buf] 64-bit row masks
-    static constexpr int kBarOff = kValidOff + 2 * 8;            // mbarriers
+    static constexpr int kHandoffOff = kRowOff + 2 * kRows * 8; // HandoffSmem
+    static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
     // k_ready [buf][half] (K copies landed, row addresses written), v_ready [buf][half]
     // (transposed), k_free [buf] (S and the row mask read), v_free [buf][half] (P . V over
     // that half done)
@@ -64,31 +61,21 @@ struct Layout {
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
 
-struct Shared {
+struct Shared : HandoffSmem {
     uint8_t *q, *k_tiles, *v_tiles, *p;
     uint64_t *rows;
-    uint32_t *valid; // [buf * 2 + w]: bit r set when row 32w + r holds an entry
-    float *max_handoff, *sums, *mfinal, *scale;
     uint64_t *k_ready, *v_ready, *k_free, *v_free;
 
     __device__ explicit Shared(uint8_t *smem)
-        : q(smem + Layout::kQOff), k_tiles(smem + Layout::kKOff), v_tiles(smem + Layout::kVOff),
-          p(smem + Layout::kPOff), rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
-          valid(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)),
-          max_handoff(reinterpret_cast<float *>(smem + Layout::kMaxOff)),
-          sums(reinterpret_cast<float *>(smem + Layout::kSumOff)),
-          mfinal(reinterpret_cast<float *>(smem + Layout::kFinalOff)),
-          scale(reinterpret_cast<float *>(smem + Layout::kFinalOff) + kHeads),
-          k_ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), v_ready(k_ready + 4), k_free(v_ready + 4),
+        : HandoffSmem(smem + Layout::kHandoffOff), q(smem + Layout::kQOff), k_tiles(smem + Layout::kKOff),
+          v_tiles(smem + Layout::kVOff), p(smem + Layout::kPOff),
+          rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)), k_ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), v_ready(k_ready + 4), k_free(v_ready + 4),
           v_free(k_free + 2)
     {
     }
     __device__ uint8_t *k(int buf) const { return k_tiles + buf * Layout::kKBytes; }
     __device__ uint8_t *v(int buf) const { return v_tiles + buf * Layout::kVBytes; }
     __device__ uint8_t *p_plane(int buf, int plane) const { return p + (buf * 2 + plane) * Layout::kPPlane; }
-    __device__ uint64_t valid_rows(int buf) const { return *reinterpret_cast<const uint64_t *>(valid + buf * 2); }
-    // The max WG `wg` hands to the other in pair k (see bf16m::Shared::handoff).
-    __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
 };
 
 // ---- producer -------------------------------------------------------------------------
@@ -370,7 +357,7 @@ struct Consumer {
             fence_regs(o);
             mbar_arrive(&sh.v_free[other * 2 + wg]);
         }
-        finish(p, EpilogueSmem{sh.sums, sh.mfinal, sh.scale, sh.q}, o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
+        finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                kPScale);
     }
 };

@@ -222,6 +222,30 @@ struct EpilogueSmem {
     float *sums, *mfinal, *scale;
     uint8_t *stage;
 };
+// The shared memory both kernels lay out the same way after their tiles: the max hand-offs
+// ([WG][pair % 2][64]), the row sums ([2 WGs][64]), the final max and output scale ([64]
+// each) and the row masks ([buf][64 bits]). Each kernel's view of its shared memory
+// derives from it.
+struct HandoffSmem {
+    static constexpr int kMaxOff = 0, kSumOff = kMaxOff + 2 * 2 * kHeads * 4, kFinalOff = kSumOff + 2 * kHeads * 4,
+                         kValidOff = kFinalOff + 2 * kHeads * 4, kBytes = kValidOff + 2 * 8;
+    float *max_handoff, *sums, *mfinal, *scale;
+    uint32_t *valid; // [buf * 2 + w]: bit r set when row 32w + r holds an entry
+
+    __device__ explicit HandoffSmem(uint8_t *at)
+        : max_handoff(reinterpret_cast<float *>(at + kMaxOff)), sums(reinterpret_cast<float *>(at + kSumOff)),
+          mfinal(reinterpret_cast<float *>(at + kFinalOff)), scale(mfinal + kHeads),
+          valid(reinterpret_cast<uint32_t *>(at + kValidOff))
+    {
+    }
+    // The max WG `wg` hands to the other in pair k: its own array, one per pair parity,
+    // so no slot is rewritten before the pair after next.
+    __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
+    __device__ uint64_t valid_rows(int buf) const { return *reinterpret_cast<const uint64_t *>(valid + buf * 2); }
+    // The epilogue's part, with O staged at `stage`.
+    __device__ EpilogueSmem epilogue(uint8_t *stage) const { return EpilogueSmem{sums, mfinal, scale, stage}; }
+};
+
 // A staged row per head: 1 KB of BF16 output or 2 KB of FP32 partials, plus 16 bytes so
 // that the stores of a warp (8 heads x 4 lanes) fall on distinct banks.
 constexpr int kStagePitchBf16 = 1024 + 16, kStagePitchF32 = 2048 + 16;
