@@ -39,6 +39,9 @@ using namespace heads_on_m;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
+// How far a pair's tiles may pass the running max before it moves (exchange_max):
+// 2^0.8 x kPScale = 445.7 <= 448, E4M3's largest value.
+constexpr float kMaxLag = 0.8f;
 
 struct Layout {
     static constexpr int kQOff = 0;                           // [64 heads][512] E4M3, 128 B column blocks
@@ -335,7 +338,7 @@ struct Consumer {
             score(s, own, k);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
             mbar_arrive(&sh.k_free[own]); // S and the row mask read: K and rows may be refilled
-            exchange_max(m_run, mx, m, f, sh.handoff(wg, k), sh.handoff(other, k), r0, lane);
+            exchange_max(m_run, mx, m, f, sh.handoff(wg, k), sh.handoff(other, k), r0, lane, kMaxLag);
             exponentiate(s, m, rs);
             settle_max(m, f, rs, l, m_run);
             rescale(o, f);

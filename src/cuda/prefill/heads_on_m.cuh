@@ -146,19 +146,22 @@ __device__ __forceinline__ void take_final_max(const float (&m)[2], const float 
 }
 
 // fp8m's max exchange, in one step: each WG hands the other its tile's row maxima mx, and
-// both take m = max(m_run, both tiles) after one
-// barrier, with f the factor that moves O and l from m_run to m. P, O and l are computed
-// once, at the pair's max; neither WG rescales its P for the other. (bf16m measured 4-6%
-// slower with it: its WG 0 no longer started P . V on its own tile before WG 1's max.)
+// after one barrier both take the pair's max m and f, the factor that moves O and l from
+// m_run to m. P, O and l are computed once, at m; neither WG rescales its P for the other.
+// (bf16m measured 4-6% slower with it: its WG 0 no longer started P . V on its own tile
+// before WG 1's max.) m moves only when the pair's tiles pass m_run by more than `lag`
+// (log2 units): P then reaches 2^lag, which the caller's P format must hold, and most
+// pairs need no rescale of O and l.
 __device__ __forceinline__ void exchange_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2],
                                              float (&f)[2], float *to_other, const float *from_other, int r0,
-                                             int lane)
+                                             int lane, float lag)
 {
     publish_max(to_other, r0, lane, mx);
     named_barrier(kMax0Ready, 256);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        m[r] = fmaxf(m_run[r], fmaxf(mx[r], from_other[r0 + 8 * r]));
+        const float tiles = fmaxf(mx[r], from_other[r0 + 8 * r]);
+        m[r] = tiles > m_run[r] + lag ? tiles : m_run[r];
         f[r] = move_factor(m_run[r], m[r]);
     }
 }
