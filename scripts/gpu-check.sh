@@ -17,6 +17,10 @@
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets and the gather ceilings (bench_gather)
+#     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records fp8m's
+#               per-CTA phase timestamps over the FP8 flashmla-shapes and the fp8 decode
+#               presets; scripts/timeline.py prints where a CTA's time goes (no smoke
+#               check: the kernels are main's)
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
@@ -82,7 +86,7 @@ smla=$build/smla
 # The gather ceilings do not depend on smla's kernels: measured before the smoke check.
 case $mode in full | dsmla) step bench_gather "$build/bench/bench_gather" ;; esac
 # A small `smla check` first: a broken kernel stops the run here, in seconds.
-if [ "$mode" != soak ]; then
+if [ "$mode" != soak ] && [ "$mode" != timeline ]; then
     STEP_TIMEOUT=120 step smoke "$smla" check --token-heads 256 || {
         cat "$summary"; tail -40 "$out/smoke.log"; exit 1; }
 fi
@@ -147,7 +151,7 @@ if [ "$mode" = sanitize ]; then
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
 fi
 for t in "$build"/tests/gpu_*; do
-    [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] && break
+    [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] || [ "$mode" = timeline ] && break
     # SANITIZE_TESTS=0: the kernels under `smla check` only (about 4 minutes).
     [ "$mode" = sanitize ] && [ "${SANITIZE_TESTS:-1}" = 0 ] && break
     if [ "$mode" = sanitize ]; then
@@ -159,7 +163,7 @@ for t in "$build"/tests/gpu_*; do
         step "$(basename "$t")" "$t"
     fi
 done
-if [ "$mode" != sanitize ] && [ "$mode" != soak ] && [ "$mode" != profile ] && [ "$mode" != ab ]; then # the Python binding's engine loop (needs torch), from the source tree
+if [ "$mode" != sanitize ] && [ "$mode" != soak ] && [ "$mode" != profile ] && [ "$mode" != ab ] && [ "$mode" != timeline ]; then # the Python binding's engine loop (needs torch), from the source tree
     loop=$root/tests/gpu/test_python_engine_loop.py
     runner=(python3 "$loop")
     python3 -c 'import pytest' 2>/dev/null && runner=(python3 -m pytest -q -p no:cacheprovider "$loop")
@@ -192,6 +196,16 @@ dsmla)
     step bench_fp8kv_bf16q "$smla" bench --preset flashmla-shapes --q bf16 --kv fp8 --json "$out/bench_fp8kv_bf16q.json"
     step bench_fp8kv_fp8q "$smla" bench --preset flashmla-shapes --q fp8 --kv fp8 --json "$out/bench_fp8kv_fp8q.json"
     step bench_16heads "$smla" bench --preset v41-flash-tp4,v4-pro-tp8 --json "$out/bench_16heads.json"
+    ;;
+timeline)
+    tl=$root/build-timeline
+    step configure_timeline cmake -S "$root" -B "$tl" -DSMLA_CUDA=ON -DSMLA_TIMELINE=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
+        step build_timeline cmake --build "$tl" -j "$jobs" --target smla_cli && {
+        mkdir -p "$out/timeline"
+        step timeline_prefill env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset flashmla-shapes --q fp8 --kv fp8
+        step timeline_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --kv fp8
+        step timeline_report python3 "$root/scripts/timeline.py" "$out/timeline"
+    }
     ;;
 soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000

@@ -27,6 +27,7 @@
 
 #include "../common/sm90.cuh"
 #include "../common/softmax.cuh"
+#include "../common/timeline.cuh"
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
 #include "heads_on_m.cuh"
@@ -185,8 +186,12 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         }
     };
     pair_slots(p, w, t, 0, tid, next);
+    if (tid == 0)
+        timeline::mark(timeline::kProducerSlots);
     fill(0, next[0]);
     fill(1, next[1]);
+    if (tid == 0)
+        timeline::mark(timeline::kProducerFilled);
     for (int k = 0; k < pairs; k++) {
         const bool more = k + 1 < pairs;
         if (more)
@@ -199,6 +204,8 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             transpose_half(sh, b, h, tid);
             fence_proxy_async();
             mbar_arrive(&sh.v_ready[b * 2 + h]);
+            if (tid == 0 && k == 0 && x == 0)
+                timeline::mark(timeline::kFirstTransposed);
         }
         if (more) {
 #pragma unroll
@@ -335,7 +342,11 @@ struct Consumer {
         for (int k = 0; k < pairs; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
             uint4 hi[2], lo[2];
+            if (tid == 0 && k == pairs - 1)
+                timeline::mark(timeline::kLastPairStart);
             score(s, own, k);
+            if (tid == 0 && k == 0)
+                timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
             mbar_arrive(&sh.k_free[own]); // S and the row mask read: K and rows may be refilled
             exchange_max(m_run, mx, m, f, sh.handoff(wg, k), sh.handoff(other, k), r0, lane, kMaxLag);
@@ -359,9 +370,18 @@ struct Consumer {
             wgmma_wait<0>();
             fence_regs(o);
             mbar_arrive(&sh.v_free[other * 2 + wg]);
+            if (tid == 0 && k == 0)
+                timeline::mark(timeline::kFirstPairDone);
         }
+        if (tid == 0)
+            timeline::mark(timeline::kLoopDone);
         finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                kPScale);
+        if (tid == 0) {
+            timeline::mark(timeline::kFinished);
+            timeline::set(timeline::kPairs, pairs);
+            timeline::end();
+        }
     }
 };
 
@@ -392,6 +412,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         mbar_init_fence();
     }
     __syncthreads();
+    if (tid == 0)
+        timeline::mark(timeline::kItemFound);
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
         produce(p, sh, w, t, tid - 256);
@@ -400,6 +422,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     regs_increase<kConsumerRegs>();
     load_q(sh, p, t, h0, tid);
     q_landed();
+    if (tid == 0)
+        timeline::mark(timeline::kQLanded);
     const int lane = tid % 32;
     const Consumer c{p, sh, wg, tid, lane, ((tid % 128) / 32) * 16 + lane / 4};
     c.run(w, t, h0, split);
@@ -407,8 +431,12 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
+    if (threadIdx.x == 0)
+        timeline::start();
     allow_dependent_launch(); // the next kernel in the stream (the combine, or the next call)
     dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
+    if (threadIdx.x == 0)
+        timeline::mark(timeline::kGridWaited);
     extern __shared__ uint8_t smem[];
     const CtaWork c = cta_work(p);
     run(p, smem, c.t, c.h0, c.split);

@@ -2,6 +2,10 @@
 // on M for 64-head groups and heads on N or entries on M for 8-32 heads) and the heads per
 // CTA from the problem and the GPU, and launches it on the caller's stream.
 #include <cuda_runtime.h>
+#ifdef SMLA_TIMELINE
+#include <cstdio>
+#include <cstdlib>
+#endif
 
 #include "bf16_heads_on_m.cuh"
 #include "bf16_shared_tile.cuh"
@@ -147,6 +151,42 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->split_tiles = max_tiles;
 }
 
+#ifdef SMLA_TIMELINE
+// The diagnostic build's fp8m timeline (common/timeline.cuh): the marks are cleared before
+// each fp8m launch and, when SMLA_TIMELINE_DIR is set, written after it to
+// DIR/fp8m_T<tokens>_H<heads>_W<width>_S<splits>.bin (one file per shape, the latest
+// launch's: raw uint64 [CTAs][16]). Waiting for the kernel breaks the timing of the
+// launches around it, not the marks within it.
+bool timeline_kernel(const AttentionParams &p, bool fp8_path) { return fp8_path && p.heads_per_cta == heads_on_m::kHeads; }
+
+void timeline_clear(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
+{
+    void *marks = nullptr;
+    if (timeline_kernel(p, fp8_path) && cudaGetSymbolAddress(&marks, timeline::g_marks) == cudaSuccess)
+        cudaMemsetAsync(marks, 0, sizeof(timeline::g_marks), stream);
+}
+
+void timeline_write(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
+{
+    const char *dir = getenv("SMLA_TIMELINE_DIR");
+    if (!dir || !timeline_kernel(p, fp8_path))
+        return;
+    const int64_t ctas = p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
+    const size_t n = static_cast<size_t>(ctas < timeline::kCtas ? ctas : timeline::kCtas);
+    static uint64_t host[timeline::kCtas][timeline::kMarks];
+    if (cudaStreamSynchronize(stream) != cudaSuccess ||
+        cudaMemcpyFromSymbol(host, timeline::g_marks, n * sizeof(host[0])) != cudaSuccess)
+        return;
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/fp8m_T%lld_H%d_W%d_S%d.bin", dir, static_cast<long long>(p.num_tokens),
+             p.num_heads, p.swa_idx.width + p.extra_idx.width, p.splits);
+    if (FILE *f = fopen(path, "wb")) {
+        fwrite(host, sizeof(host[0]), n, f);
+        fclose(f);
+    }
+}
+#endif
+
 bool is_fp8_pool(const smla_index_set &set)
 {
     return !set.indices || set.pool.format == SMLA_KV_FP8;
@@ -222,7 +262,13 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.lse_token_stride = pr->lse_token_stride;
 
     cudaStream_t stream = static_cast<cudaStream_t>(pr->stream);
+#ifdef SMLA_TIMELINE
+    timeline_clear(p, fp8_path, stream);
+#endif
     const cudaError_t err = launch(p, fp8_path, stream);
+#ifdef SMLA_TIMELINE
+    timeline_write(p, fp8_path, stream);
+#endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
     return smla_succeed(ctx);

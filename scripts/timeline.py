@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Where an fp8m CTA's time goes: reads the marks of a SMLA_TIMELINE build
+(src/cuda/common/timeline.cuh; files DIR/fp8m_*.bin written by launch.cu) and prints,
+per file, the median of each phase over the CTAs (cycles of the SM clock, and us at the
+clock measured by %globaltimer), the steady time per pair of tiles, the fixed cost per CTA
+(its time minus its pairs at the steady rate) and the gap between consecutive CTAs on one
+SM.  usage: scripts/timeline.py DIR_OR_FILES..."""
+import glob
+import os
+import statistics
+import struct
+import sys
+from collections import defaultdict
+
+MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
+         "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
+         "end_ns", "sm", "start_ns"]
+M = {name: i for i, name in enumerate(MARKS)}
+# (label, from mark, to mark): phases in the order a CTA meets them
+PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
+          ("work item + barrier init", "grid_waited", "item_found"),
+          ("producer: first slot ids", "item_found", "producer_slots"),
+          ("producer: first pair's copies issued", "producer_slots", "producer_filled"),
+          ("producer: first V^T half done", "item_found", "first_transposed"),
+          ("consumers: Q landed", "item_found", "q_landed"),
+          ("consumers: first S done", "item_found", "first_scored"),
+          ("consumers: rest of pair 0", "first_scored", "first_pair_done"),
+          ("consumers: last pair", "last_pair_start", "loop_done"),
+          ("consumers: epilogue", "loop_done", "finished"),
+          ("CTA total", "entry", "finished")]
+
+
+def read(path):
+    data = open(path, "rb").read()
+    n = len(data) // (8 * len(MARKS))
+    rows = [struct.unpack_from("<%dQ" % len(MARKS), data, i * 8 * len(MARKS)) for i in range(n)]
+    return [r for r in rows if r[M["pairs"]] > 0 and r[M["finished"]] > r[M["entry"]]]
+
+
+def report(path):
+    rows = read(path)
+    print("== %s: %d CTAs with work" % (os.path.basename(path), len(rows)))
+    if not rows:
+        return
+    ghz = statistics.median((r[M["finished"]] - r[M["entry"]]) / max(1, r[M["end_ns"]] - r[M["start_ns"]])
+                            for r in rows)
+    med = lambda xs: statistics.median(xs) if xs else float("nan")
+    print("  SM clock %.2f GHz; pairs per CTA (median) %d" % (ghz, med([r[M["pairs"]] for r in rows])))
+    for label, a, b in PHASES:
+        xs = [r[M[b]] - r[M[a]] for r in rows if r[M[b]] >= r[M[a]] > 0]
+        c = med(xs)
+        print("  %-40s %9.0f cycles %7.2f us" % (label, c, c / ghz / 1000))
+    steady = [(r[M["last_pair_start"]] - r[M["first_pair_done"]]) / (r[M["pairs"]] - 2) for r in rows if r[M["pairs"]] > 2]
+    if steady:
+        s = med(steady)
+        fixed = med([r[M["finished"]] - r[M["entry"]] - r[M["pairs"]] * s for r in rows])
+        print("  %-40s %9.0f cycles %7.2f us" % ("steady pair (middle pairs)", s, s / ghz / 1000))
+        print("  %-40s %9.0f cycles %7.2f us" % ("fixed per CTA (total - pairs x steady)", fixed, fixed / ghz / 1000))
+    by_sm = defaultdict(list)
+    for r in rows:
+        by_sm[r[M["sm"]]].append((r[M["start_ns"]], r[M["end_ns"]]))
+    gaps = []
+    for spans in by_sm.values():
+        spans.sort()
+        gaps += [b[0] - a[1] for a, b in zip(spans, spans[1:])]
+    if gaps:
+        print("  %-40s %9s        %7.2f us (median of %d; negative = overlap)" %
+              ("gap between CTAs on one SM", "", med(gaps) / 1000, len(gaps)))
+
+
+def main():
+    paths = []
+    for arg in sys.argv[1:] or ["."]:
+        paths += sorted(glob.glob(os.path.join(arg, "fp8m_*.bin"))) if os.path.isdir(arg) else [arg]
+    for path in paths:
+        report(path)
+
+
+if __name__ == "__main__":
+    main()

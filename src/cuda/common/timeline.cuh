@@ -1,0 +1,52 @@
+// Per-CTA timestamps of a kernel's phases, for finding where a CTA's fixed cost goes
+// (PERF.md: ~5 us per fp8m CTA besides its tiles). Compiled in only with the CMake option
+// SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
+// SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
+// Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
+// CTA's start and end (nanoseconds, comparable across SMs).
+#pragma once
+#include <cstdint>
+
+namespace smla {
+namespace timeline {
+
+constexpr int kCtas = 1 << 15; // CTAs recorded per launch (the first ones)
+constexpr int kMarks = 16;
+enum Mark {
+    kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
+    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs
+};
+
+#ifdef SMLA_TIMELINE
+__device__ uint64_t g_marks[kCtas][kMarks];
+
+__device__ __forceinline__ uint64_t global_ns()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void set(int mark, uint64_t value)
+{
+    if (blockIdx.x < kCtas)
+        g_marks[blockIdx.x][mark] = value;
+}
+__device__ __forceinline__ void mark(int mark) { set(mark, clock64()); }
+__device__ __forceinline__ void start()
+{
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    set(kSmId, sm);
+    set(kStartNs, global_ns());
+    mark(kEntry);
+}
+__device__ __forceinline__ void end() { set(kEndNs, global_ns()); }
+#else
+__device__ __forceinline__ void set(int, uint64_t) {}
+__device__ __forceinline__ void mark(int) {}
+__device__ __forceinline__ void start() {}
+__device__ __forceinline__ void end() {}
+#endif
+
+} // namespace timeline
+} // namespace smla
