@@ -10,8 +10,12 @@ random interleavings it checks that nothing deadlocks, that no mbarrier wait is 
 by a phase other than the one it means (parity aliasing), that nothing is read before it
 is written for that pair (K, row mask, V, P, max), that nothing is overwritten while a
 reader still needs it, and that the epilogue stages O over the tiles only once nobody
-needs them. It then breaks the protocol on purpose and checks that each break
-is caught, so that the check itself can fail. Not modelled: the order among the
+needs them. Both launch forms: one item per CTA, and the walk (kWalk), where the
+producer hands the consumers item after item (item slot, Q through cp.async, q_free
+after the item's last S), pairs and barrier phases run on across items, and the epilogue
+stages O over V^T and P while the producer already copies the next item's K (the last
+pair's V^T is freed after the epilogue's final barrier). It then breaks the protocol on
+purpose and checks that each break is caught, so that the check itself can fail. Not modelled: the order among the
 producer's own threads (fill's kProducer barrier) and the proxy fences.
 
 Keep it in step with the kernel: the producer is produce() with its fill(), the consumer
@@ -26,19 +30,27 @@ from protocol import MBar, interleave  # noqa: E402
 TRANSPOSES = [(0, 0), (1, 1), (1, 0), (0, 1)]  # (buffer, half) in the producer's order
 
 
-def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False, early_k_free=False,
-        early_stage=False):
+def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False,
+        early_k_free=False, early_stage=False, skip_q_free_wait=False, undeferred_v_free=False,
+        no_final_sync=False):
+    """ntiles: one item's tiles; walk: the tile counts of the items a walking CTA takes."""
     rnd = random.Random(seed)
-    pairs = (ntiles + 1) // 2
+    items = walk or [ntiles]
+    item_pairs = [(n + 1) // 2 for n in items]
+    pairs = sum(item_pairs)
+    item_ready = [MBar(2) for _ in range(2)]  # [slot]: the item written, its Q landed
+    q_free = MBar(2)                          # both WGs: the item's last S done
+    copying_out = set()                       # WGs reading the staged rows
     k_ready = [MBar(2) for _ in range(4)]  # [buf*2+half]: the row-address arrival, the copies' landing
     v_ready = [MBar(1) for _ in range(4)]  # [buf*2+half]: transposed
     k_free = [MBar(1) for _ in range(2)]   # [buf]: WG buf's S and row-mask read done
     v_free = [MBar(1) for _ in range(4)]   # [buf*2+half]: WG half's P . V over it done
-    # Shared memory: ('K', buf, half), ('mask', buf), ('V', buf, half), ('P', buf), ('max', wg, pair % 2).
+    # Shared memory: ('K', buf, half), ('mask', buf), ('V', buf, half), ('P', buf), ('max', wg, pair % 2),
+    # and when walking ('Q',) and ('item', slot).
     data = {}     # -> (pair, 'ready' | 'loading' | 'writing')
     readers = {}  # -> the agents still to read what is there
     named = {}    # named barrier -> [arrivers of the open generation, generations completed]
-    landing = []  # K halves whose copies are in flight
+    landing = []  # K halves (buf, half) and Q (slot, item) whose copies are in flight
     ok = lambda: True
 
     def wait(bar, j, parity):  # mbar_wait(bar, parity), meaning phase j (-1: the fresh barrier's)
@@ -68,7 +80,12 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
         return lambda: named[name][1] > gen
 
     def land():
-        b, h = landing.pop(rnd.randrange(len(landing)))
+        what = landing.pop(rnd.randrange(len(landing)))
+        if what[0] == 'Q':
+            data['Q',] = (what[2], 'ready')
+            item_ready[what[1]].arrive()
+            return
+        b, h = what
         data['K', b, h] = (data['K', b, h][0], 'ready')
         k_ready[2 * b + h].arrive()
 
@@ -81,33 +98,59 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
                 k_ready[2 * b + h].arrive()  # the row addresses
                 yield ok
 
+        def hand_over(j):  # item j (len(items): the end) to the consumers
+            slot = j % 2
+            if j > 0 and not skip_q_free_wait:
+                yield wait(q_free, j - 1, (j - 1) & 1)
+            if j < len(items):
+                write(('Q',), j, 'loading', {"wg0", "wg1"})
+                landing.append(('Q', slot, j))
+            else:
+                item_ready[slot].arrive()  # no copies: the cp.async arrival is immediate
+            write(('item', slot), j, 'ready', {"wg0", "wg1"})
+            item_ready[slot].arrive()
+            yield ok
+
+        if walk:
+            yield from hand_over(0)
         yield from fill(0, 0)
         yield from fill(1, 0)
+        k, last_pairs = 0, set()
+        for j, n in enumerate(item_pairs):
+            k += n
+            last_pairs.add(k - 1)
         for k in range(pairs):
             for b, h in TRANSPOSES:
                 s = 2 * b + h
                 yield wait(k_ready[s], k, k & 1)
                 if not skip_v_free_wait:
                     yield wait(v_free[s], k - 1, (k & 1) ^ 1)
+                assert not copying_out, f"the producer writes V^T {b, h} while {sorted(copying_out)} copy O out of it"
                 read(('K', b, h), k, "producer", end=False)
                 write(('V', b, h), k, 'writing', {f"wg{h}"})
                 yield ok
                 read(('K', b, h), k, "producer")
                 data['V', b, h] = (k, 'ready')
                 v_ready[s].arrive()
+            if walk and k in last_pairs:
+                yield from hand_over(sorted(last_pairs).index(k) + 1)
             if k + 1 < pairs:
                 for b in (0, 1):
                     if not skip_k_free_wait:
                         yield wait(k_free[b], k, k & 1)
                     yield from fill(b, k + 1)
 
-    def score(b, k, me):  # score() and mask_and_max over buffer b, then k_free[b]
+    def score(b, k, me, item, last):  # score() and mask_and_max over buffer b, then k_free[b]
         for h in (0, 1):
             yield wait(k_ready[2 * b + h], k, k & 1)
             read(('K', b, h), k, me, end=False)
+            if walk:
+                read(('Q',), item, me, end=False)
             yield ok
         for h in (0, 1):
             read(('K', b, h), k, me)  # wgmma_wait<0>
+        if walk and last:
+            read(('Q',), item, me)
         if early_k_free:
             k_free[b].arrive()
             yield ok
@@ -115,65 +158,102 @@ def run(ntiles, seed, skip_k_free_wait=False, skip_v_free_wait=False, early_v_fr
         if not early_k_free:
             k_free[b].arrive()
 
-    def epilogue(me):  # finish(): O's rows staged over Q and the tiles, then copied out
+    def epilogue(me):  # finish(): O's rows staged (over Q and the tiles; walking, over V^T and P), copied out
         if not early_stage:
             yield sync("consumers", me)  # the row sums written: both WGs past their last P . V
             yield sync("consumers", me)  # the heads' scales
-        for res in [('K', b, h) for b in (0, 1) for h in (0, 1)] + [('V', b, h) for b in (0, 1) for h in (0, 1)]:
+        under = [('V', b, h) for b in (0, 1) for h in (0, 1)] + ([('P', 0), ('P', 1)] if walk else
+                                                                    [('K', b, h) for b in (0, 1) for h in (0, 1)])
+        for res in under:
             assert not readers.get(res), f"{me} stages O over {res} while {sorted(readers[res])} still need it"
             assert data.get(res, (0, 'ready'))[1] == 'ready', f"{me} stages O over {res} while it is written"
         yield sync("consumers", me)  # staged: the stores out read the rows
+        copying_out.add(me)
+        yield ok
+        copying_out.discard(me)
 
     def consumer(w):  # Consumer::run of WG w: scores buffer w, owns V half w of both buffers
         me, own, other = f"wg{w}", w, 1 - w
-        for k in range(pairs):
-            yield from score(own, k, me)
-            write(('max', w, k & 1), k, 'ready', {f"wg{other}"})  # exchange_max
-            yield sync("max", me)
-            read(('max', other, k & 1), k, me)
-            yield ok
-            write(('P', w), k, 'ready', {f"wg{other}"})
-            arrive(f"p{w}", me)
-            yield wait(v_ready[2 * own + w], k, k & 1)
-            if early_v_free and w == 0:
+        k = 0
+        for j, n in enumerate(item_pairs + ([0] if walk else [])):
+            if walk:  # the item (n == 0: the end) from the producer
+                yield wait(item_ready[j % 2], j // 2, (j // 2) & 1)
+                read(('item', j % 2), j, me)
+            if n == 0:
+                break
+            for _ in range(n):
+                last = _ == n - 1
+                yield from pair(k, j, last, w, me, own, other)
+                k += 1
+            yield from epilogue(me)
+            if walk and not undeferred_v_free:
+                if not no_final_sync:
+                    yield sync("consumers", me)  # every staged row read: V^T and P are free
                 v_free[2 * own + w].arrive()
-                yield ok
-            read(('V', own, w), k, me, end=False)  # P . V own, in flight
-            yield sync(f"p{other}", me)
-            yield wait(v_ready[2 * other + w], k, k & 1)
-            read(('V', other, w), k, me, end=False)  # P . V other, in flight
-            read(('P', other), k, me, end=False)
+                v_free[2 * other + w].arrive()
+
+    def pair(k, j, last, w, me, own, other):  # pair k (item j's last when `last`)
+        deferred = walk and last and not undeferred_v_free
+        yield from score(own, k, me, j, last)
+        if walk and last:
+            q_free.arrive()
+        write(('max', w, k & 1), k, 'ready', {f"wg{other}"})  # exchange_max
+        yield sync("max", me)
+        read(('max', other, k & 1), k, me)
+        yield ok
+        write(('P', w), k, 'ready', {f"wg{other}"})
+        arrive(f"p{w}", me)
+        yield wait(v_ready[2 * own + w], k, k & 1)
+        if early_v_free and w == 0:
+            v_free[2 * own + w].arrive()
             yield ok
-            read(('V', own, w), k, me)  # wgmma_wait<1>
-            if not (early_v_free and w == 0):
-                v_free[2 * own + w].arrive()
-            yield ok
-            read(('V', other, w), k, me)  # wgmma_wait<0>
-            read(('P', other), k, me)
+        read(('V', own, w), k, me, end=False)  # P . V own, in flight
+        yield sync(f"p{other}", me)
+        yield wait(v_ready[2 * other + w], k, k & 1)
+        read(('V', other, w), k, me, end=False)  # P . V other, in flight
+        read(('P', other), k, me, end=False)
+        yield ok
+        read(('V', own, w), k, me)  # wgmma_wait<1>
+        if not (early_v_free and w == 0) and not deferred:
+            v_free[2 * own + w].arrive()
+        yield ok
+        read(('V', other, w), k, me)  # wgmma_wait<0>
+        read(('P', other), k, me)
+        if not deferred:
             v_free[2 * other + w].arrive()
-        yield from epilogue(me)
 
     agents = {"producer": producer(), "wg0": consumer(0), "wg1": consumer(1)}
     interleave(agents, rnd, landing, land)
     assert not landing and all(b.completed == pairs and b.arrivals == 0 for b in k_ready + v_ready + k_free + v_free)
+    if walk:
+        assert sum(b.completed for b in item_ready) == len(items) + 1 and q_free.completed == len(items)
     assert all(not arrivers for arrivers, _ in named.values())
+
+
+WALKS = [[1], [2, 3], [4, 1, 2], [6, 6, 5], [3, 8, 1, 2]]  # tile counts of a walking CTA's items
 
 
 def main():
     for ntiles in range(1, 9):
         for seed in range(300):
             run(ntiles, seed)
-    for broken in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free", "early_stage"):
+    for walk in WALKS:
+        for seed in range(300):
+            run(0, seed, walk=walk)
+    breaks = [(b, None) for b in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free",
+                                  "early_stage")]
+    breaks += [(b, [4, 2, 3]) for b in ("skip_q_free_wait", "undeferred_v_free", "no_final_sync")]
+    for broken, walk in breaks:
         try:
             for seed in range(300):
-                run(6, seed, **{broken: True})
+                run(6, seed, walk=walk, **{broken: True})
         except AssertionError:
             continue
         print(f"FAIL: the model does not catch {broken}")
         return 1
     print("fp8m protocol model: no deadlock, no parity aliasing, no early read or overwrite of K, row masks, "
-          "V, P or max, no O staged over a tile still needed (1-8 tiles, 300 schedules each); deliberate breaks "
-          "caught")
+          "V, P, max, Q or item slots, no O staged over a tile still needed (1-8 tiles, and walks of 1-4 items; "
+          "300 schedules each); deliberate breaks caught")
     return 0
 
 

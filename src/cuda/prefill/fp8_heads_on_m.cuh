@@ -20,6 +20,16 @@
 // permutation of the entries: K position 32st + 16hf + 4q + b holds entry
 // 32st + 16hf + 8(b / 2) + 2q + b % 2 (st: K step, hf: half of it, b: byte).
 //
+// Two launch forms (kWalk), with the same arithmetic per item. kWalk = false: a CTA per
+// work item; all its threads look the item up, the consumers load Q. kWalk = true, for
+// launches with many items and no split token (prefill): a CTA per SM walks the items
+// (blockIdx.x, + gridDim.x, ...); the producer looks each up, loads its Q once the
+// consumers' last S of the item before is done, and copies its first pair of tiles while
+// they finish that item's last pair and epilogue, which stages O over the V^T and P
+// buffers (the last pair's V^T is freed after it). Walking costs decode batches (one or
+// two items per CTA) 1-5% (PERF.md, v21), hence the two forms rather than a runtime
+// branch, whose code cost registers (v21b).
+//
 // Every 64- or 128-head FP8 problem takes this kernel, whatever the batch, and each head's
 // arithmetic is fixed, so outputs do not depend on the batch or the segmentation.
 #pragma once
@@ -44,6 +54,13 @@ constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
 // 2^0.8 x kPScale = 445.7 <= 448, E4M3's largest value.
 constexpr float kMaxLag = 0.8f;
 
+// A work item as the producer hands it to the consumers (ntiles 0: there are no more).
+struct ItemInfo {
+    int64_t t;
+    int h0, split;
+    WorkItem w;
+};
+
 struct Layout {
     static constexpr int kQOff = 0;                           // [64 heads][512] E4M3, 128 B column blocks
     static constexpr int kKBytes = kRows * 512;               // [64 entries][512], 128 B column blocks
@@ -54,27 +71,37 @@ struct Layout {
     static constexpr int kPPlane = kHeads * kRows;            // [64 heads][64 entries], 64 B swizzle
     static constexpr int kPOff = kVOff + 2 * kVBytes;         // [buf][hi, lo]
     static constexpr int kRowOff = kPOff + 4 * kPPlane;       // [buf][64] row addresses
-    static constexpr int kHandoffOff = kRowOff + 2 * kRows * 8; // HandoffSmem
+    static constexpr int kItemOff = kRowOff + 2 * kRows * 8;  // ItemInfo [slot], then the producer's next
+    static constexpr int kHandoffOff = kItemOff + 3 * 64;       // HandoffSmem
     static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
     // k_ready [buf][half] (K copies landed, row addresses written), v_ready [buf][half]
     // (transposed), k_free [buf] (S and the row mask read), v_free [buf][half] (P . V over
-    // that half done)
-    static constexpr int kBars = 4 + 4 + 2 + 4;
+    // that half done), item_ready [slot] (the item's ItemInfo written and its Q landed),
+    // q_free (the consumers' last S of the item done)
+    static constexpr int kBars = 4 + 4 + 2 + 4 + 2 + 1;
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024; // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
-static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
+static_assert(sizeof(ItemInfo) <= 64, "item slot");
+// The epilogue stages a split token's FP32 partials over Q and the tiles (its CTA has no
+// other item), and BF16 output over V^T and P (the next item's Q and first K tiles load
+// meanwhile).
+static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "FP32 stage over Q and the tiles");
+static_assert(Layout::kVOff + kHeads * kStagePitchBf16 <= Layout::kRowOff, "BF16 stage over V^T and P");
 
 struct Shared : HandoffSmem {
     uint8_t *q, *k_tiles, *v_tiles, *p;
     uint64_t *rows;
-    uint64_t *k_ready, *v_ready, *k_free, *v_free;
+    ItemInfo *items; // [slot], then the producer's next item
+    uint64_t *k_ready, *v_ready, *k_free, *v_free, *item_ready, *q_free;
 
     __device__ explicit Shared(uint8_t *smem)
         : HandoffSmem(smem + Layout::kHandoffOff), q(smem + Layout::kQOff), k_tiles(smem + Layout::kKOff),
           v_tiles(smem + Layout::kVOff), p(smem + Layout::kPOff),
-          rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)), k_ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), v_ready(k_ready + 4), k_free(v_ready + 4),
-          v_free(k_free + 2)
+          rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
+          items(reinterpret_cast<ItemInfo *>(smem + Layout::kItemOff)),
+          k_ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), v_ready(k_ready + 4), k_free(v_ready + 4),
+          v_free(k_free + 2), item_ready(v_free + 4), q_free(item_ready + 2)
     {
     }
     __device__ uint8_t *k(int buf) const { return k_tiles + buf * Layout::kKBytes; }
@@ -160,14 +187,64 @@ __device__ inline void transpose_half(const Shared &sh, int buf, int half, int t
 __device__ constexpr int transpose_buf(int x) { return x == 0 || x == 3 ? 0 : 1; }
 __device__ constexpr int transpose_half_of(int x) { return x == 0 || x == 2 ? 0 : 1; }
 
-// The producer WG. Per pair of tiles: each V^T half once its K landed and its owner
-// finished the previous pair's P . V there; then, once each buffer's S is done, the next
-// pair's rows and K copies, which run while the consumers finish this pair. Slot ids are
-// loaded a pair ahead.
-__device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
+// Q of heads h0..h0+63 of token t by kBy threads: [64 heads][512] E4M3, 128 B column
+// blocks.
+template <int kBy> __device__ inline void load_q(const Shared &sh, const AttentionParams &p, int64_t t, int h0, int tid)
 {
-    const int pairs = (w.ntiles + 1) / 2;
-    EntrySlot next[2];
+    const uint8_t *src = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+#pragma unroll 4
+    for (int c = tid; c < kHeads * 32; c += kBy)
+        cp_async16(sh.q + tile_offset(kHeads, c / 32, (c % 32) * 16), src + (c / 32) * 512 + (c % 32) * 16, 16);
+}
+
+// The producer WG. It walks the CTA's work items, skips those without work (writing an
+// empty token's output on the way) and hands each to the consumers with its Q. Per pair
+// of tiles: each V^T half once its K landed and its owner finished the previous pair's
+// P . V there (after an item's last pair: its epilogue, staged over V^T); then, once each
+// buffer's S is done, the next pair's rows and K copies, which run while the consumers
+// finish this pair. Pairs run on across items (gk counts them for the barrier phases).
+// Slot ids are loaded a pair ahead.
+// Without kWalk: the one item `single`, no hand-over.
+template <bool kWalk> __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
+{
+    const int64_t items = num_items(p);
+    int64_t item = blockIdx.x;
+    // The next item with work from `item` on, staged in items[2] (the producer has no
+    // registers to spare for it).
+    ItemInfo &staged = sh.items[2];
+    auto next_item = [&]() {
+        for (; item < items; item += gridDim.x) {
+            const CtaWork c = item_work(p, item);
+            WorkItem w;
+            if (work_item(p, c.t, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
+                if (tid == 0)
+                    staged = ItemInfo{c.t, c.h0, c.split, w};
+                named_barrier(kProducer, 128);
+                item += gridDim.x;
+                return true;
+            }
+        }
+        return false;
+    };
+    int j = 0; // items handed over
+    // The staged item (or the end) to the consumers as item j, its Q loaded once the
+    // consumers' last S of item j - 1 is done.
+    auto hand_over = [&](bool end) {
+        const int slot = j % 2;
+        if (j > 0)
+            mbar_wait(sh.q_free, (j - 1) & 1);
+        if (!end)
+            load_q<128>(sh, p, staged.t, staged.h0, tid);
+        if (tid == 0) {
+            sh.items[slot] = staged;
+            if (end)
+                sh.items[slot].w.ntiles = 0;
+        }
+        mbar_arrive_cp_async(&sh.item_ready[slot]); // when this thread's Q copies land
+        mbar_arrive(&sh.item_ready[slot]);
+        named_barrier(kProducer, 128); // items[slot] written, for the producer too
+        j++;
+    };
     // Rows and K of buffer b from slot ids `slot`; the K halves are published as they land.
     auto fill = [&](int b, EntrySlot slot) {
         if (tid < kRows) { // warps 0 and 1
@@ -185,35 +262,57 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             mbar_arrive(&sh.k_ready[b * 2 + h]);          // its row addresses are in shared memory
         }
     };
-    pair_slots(p, w, t, 0, tid, next);
+    if constexpr (kWalk) {
+        if (!next_item()) {
+            hand_over(true);
+            return;
+        }
+        hand_over(false);
+    }
+    EntrySlot next[2];
+    const ItemInfo &first = kWalk ? sh.items[0] : single;
+    pair_slots(p, first.w, first.t, 0, tid, next);
     if (tid == 0)
         timeline::mark(timeline::kProducerSlots);
     fill(0, next[0]);
     fill(1, next[1]);
     if (tid == 0)
         timeline::mark(timeline::kProducerFilled);
-    for (int k = 0; k < pairs; k++) {
-        const bool more = k + 1 < pairs;
-        if (more)
-            pair_slots(p, w, t, k + 1, tid, next);
+    bool has_next = kWalk && next_item(); // while the first copies are in flight
+    int gk = 0;
+    for (;;) {
+        const ItemInfo &cur = kWalk ? sh.items[(j - 1) % 2] : single;
+        const int pairs = (cur.w.ntiles + 1) / 2;
+        for (int k = 0; k < pairs; k++, gk++) {
+            const bool more = k + 1 < pairs;
+            if (more)
+                pair_slots(p, cur.w, cur.t, k + 1, tid, next);
+            else if (has_next)
+                pair_slots(p, staged.w, staged.t, 0, tid, next);
 #pragma unroll
-        for (int x = 0; x < 4; x++) {
-            const int b = transpose_buf(x), h = transpose_half_of(x);
-            mbar_wait(&sh.k_ready[b * 2 + h], k & 1);
-            mbar_wait(&sh.v_free[b * 2 + h], (k & 1) ^ 1);
-            transpose_half(sh, b, h, tid);
-            fence_proxy_async();
-            mbar_arrive(&sh.v_ready[b * 2 + h]);
-            if (tid == 0 && k == 0 && x == 0)
-                timeline::mark(timeline::kFirstTransposed);
-        }
-        if (more) {
+            for (int x = 0; x < 4; x++) {
+                const int b = transpose_buf(x), h = transpose_half_of(x);
+                mbar_wait(&sh.k_ready[b * 2 + h], gk & 1);
+                mbar_wait(&sh.v_free[b * 2 + h], (gk & 1) ^ 1);
+                transpose_half(sh, b, h, tid);
+                fence_proxy_async();
+                mbar_arrive(&sh.v_ready[b * 2 + h]);
+                if (tid == 0 && gk == 0 && x == 0)
+                    timeline::mark(timeline::kFirstTransposed);
+            }
+            if (kWalk && !more) // the item's tiles are all transposed: the next item (or the end)
+                hand_over(!has_next);
+            if (more || has_next) {
 #pragma unroll
-            for (int b = 0; b < 2; b++) {
-                mbar_wait(&sh.k_free[b], k & 1);
-                fill(b, next[b]);
+                for (int b = 0; b < 2; b++) {
+                    mbar_wait(&sh.k_free[b], gk & 1);
+                    fill(b, next[b]);
+                }
             }
         }
+        if (!has_next)
+            break;
+        has_next = next_item(); // while the item's first copies are in flight
     }
     cp_async_wait<0>(); // no copy outlives its thread
 }
@@ -330,25 +429,30 @@ struct Consumer {
         wgmma_commit();
     }
 
-    __device__ void run(const WorkItem &w, int64_t t, int h0, int split) const
+    // One item; k0: the pairs of the CTA's items before it (the barrier phases and max
+    // hand-offs run on across items).
+    template <bool kWalk> __device__ void run_item(const ItemInfo &it, int k0) const
     {
         float o[128];
 #pragma unroll
         for (int i = 0; i < 128; i++)
             o[i] = 0.f;
         float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-        const int pairs = (w.ntiles + 1) / 2;
+        const int end = k0 + (it.w.ntiles + 1) / 2;
         const int own = wg, other = 1 - wg; // buffers
-        for (int k = 0; k < pairs; k++) {
+        for (int k = k0; k < end; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
             uint4 hi[2], lo[2];
-            if (tid == 0 && k == pairs - 1)
+            const bool last = k + 1 == end;
+            if (tid == 0 && last)
                 timeline::mark(timeline::kLastPairStart);
             score(s, own, k);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
             mbar_arrive(&sh.k_free[own]); // S and the row mask read: K and rows may be refilled
+            if (kWalk && last)
+                mbar_arrive(sh.q_free); // the item's last S: the next item's Q may load
             exchange_max(m_run, mx, m, f, sh.handoff(wg, k), sh.handoff(other, k), r0, lane, kMaxLag);
             exponentiate(s, m, rs);
             settle_max(m, f, rs, l, m_run);
@@ -366,40 +470,70 @@ struct Consumer {
             fence_regs(o);
             keep_until_done(hi);
             keep_until_done(lo);
-            mbar_arrive(&sh.v_free[own * 2 + wg]);
+            if (!kWalk || !last) // walking, after the last pair: once the epilogue is out of V^T
+                mbar_arrive(&sh.v_free[own * 2 + wg]);
             wgmma_wait<0>();
             fence_regs(o);
-            mbar_arrive(&sh.v_free[other * 2 + wg]);
+            if (!kWalk || !last)
+                mbar_arrive(&sh.v_free[other * 2 + wg]);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstPairDone);
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
-               kPScale);
+        // A split token's CTA has no other item (kWalk has no split token).
+        finish(p, sh.epilogue(kWalk && !it.w.split ? sh.v_tiles : sh.q), o, m_run, l, it.t, it.h0, it.split,
+               it.w.split, wg, tid, lane, r0, kPScale);
+        if constexpr (kWalk) {
+            named_barrier(kConsumers, 256); // every staged row read: V^T and P are free
+            mbar_arrive(&sh.v_free[own * 2 + wg]);
+            mbar_arrive(&sh.v_free[other * 2 + wg]);
+        }
+    }
+
+    // kWalk: the items the producer hands over, until it says there are no more; else
+    // the CTA's one item, `single`, whose Q the consumers loaded.
+    template <bool kWalk> __device__ void run(const ItemInfo &single) const
+    {
+        int k0 = 0;
+        if constexpr (!kWalk) {
+            run_item<false>(single, 0);
+            k0 = (single.w.ntiles + 1) / 2;
+        } else {
+            for (int j = 0;; j++) {
+                const int slot = j % 2;
+                mbar_wait(&sh.item_ready[slot], (j / 2) & 1);
+                const ItemInfo it = sh.items[slot];
+                if (it.w.ntiles == 0)
+                    break;
+                fence_proxy_async(); // Q landed through cp.async: visible to wgmma
+                if (tid == 0 && j == 0)
+                    timeline::mark(timeline::kQLanded);
+                run_item<true>(it, k0);
+                k0 += (it.w.ntiles + 1) / 2;
+            }
+        }
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
-            timeline::set(timeline::kPairs, pairs);
+            timeline::set(timeline::kPairs, k0);
             timeline::end();
         }
     }
 };
 
-// Q of heads h0..h0+63 by the 256 consumer threads: [64 heads][512] E4M3, 128 B blocks.
-__device__ inline void load_q(const Shared &sh, const AttentionParams &p, int64_t t, int h0, int tid)
-{
-    const uint8_t *src = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
-    for (int c = tid; c < kHeads * 32; c += 256)
-        cp_async16(sh.q + tile_offset(kHeads, c / 32, (c % 32) * 16), src + (c / 32) * 512 + (c % 32) * 16, 16);
-}
-
-// Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
-__device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
+// The CTA's work item(s) (see produce).
+template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw)
 {
     const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
-    WorkItem w;
-    if (!cta_work_item(p, t, h0, split, tid, &w))
-        return;
+    ItemInfo single{};
+    if constexpr (!kWalk) {
+        const CtaWork c = cta_work(p);
+        if (!cta_work_item(p, c.t, c.h0, c.split, tid, &single.w))
+            return;
+        single.t = c.t;
+        single.h0 = c.h0;
+        single.split = c.split;
+    }
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
         for (int i = 0; i < 4; i++) {
@@ -407,8 +541,11 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
             mbar_init(&sh.v_ready[i], 128); // the producer's 128 after transposing
             mbar_init(&sh.v_free[i], 128);  // the consumer WG owning that half
         }
-        for (int i = 0; i < 2; i++)
-            mbar_init(&sh.k_free[i], 128); // the consumer WG scoring that buffer
+        for (int i = 0; i < 2; i++) {
+            mbar_init(&sh.k_free[i], 128);     // the consumer WG scoring that buffer
+            mbar_init(&sh.item_ready[i], 256); // the producer's 128 Q copy completions and 128 arrivals
+        }
+        mbar_init(sh.q_free, 256); // both consumer WGs
         mbar_init_fence();
     }
     __syncthreads();
@@ -416,20 +553,22 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         timeline::mark(timeline::kItemFound);
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
-        produce(p, sh, w, t, tid - 256);
+        produce<kWalk>(p, sh, tid - 256, single);
         return;
     }
     regs_increase<kConsumerRegs>();
-    load_q(sh, p, t, h0, tid);
-    q_landed();
-    if (tid == 0)
-        timeline::mark(timeline::kQLanded);
+    if constexpr (!kWalk) {
+        load_q<256>(sh, p, single.t, single.h0, tid);
+        q_landed();
+        if (tid == 0)
+            timeline::mark(timeline::kQLanded);
+    }
     const int lane = tid % 32;
     const Consumer c{p, sh, wg, tid, lane, ((tid % 128) / 32) * 16 + lane / 4};
-    c.run(w, t, h0, split);
+    c.run<kWalk>(single);
 }
 
-__global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
+template <bool kWalk> __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
     if (threadIdx.x == 0)
         timeline::start();
@@ -438,8 +577,7 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ At
     if (threadIdx.x == 0)
         timeline::mark(timeline::kGridWaited);
     extern __shared__ uint8_t smem[];
-    const CtaWork c = cta_work(p);
-    run(p, smem, c.t, c.h0, c.split);
+    run<kWalk>(p, smem);
 }
 
 } // namespace fp8m

@@ -178,18 +178,24 @@ __device__ __forceinline__ void pair_slots(const AttentionParams &p, const WorkI
     }
 }
 
-// This CTA's work: token, first head and split (grid: tokens x 64-head groups x splits).
+// A work item: token, first head and split (items: tokens x 64-head groups x splits).
 struct CtaWork {
     int64_t t;
     int h0, split;
 };
-__device__ __forceinline__ CtaWork cta_work(const AttentionParams &p)
+__device__ __forceinline__ int64_t num_items(const AttentionParams &p)
+{
+    return p.num_tokens * (p.num_heads / kHeads) * p.splits;
+}
+__device__ __forceinline__ CtaWork item_work(const AttentionParams &p, int64_t item)
 {
     const int groups = p.num_heads / kHeads;
-    const int64_t token_group = blockIdx.x / p.splits;
+    const int64_t token_group = item / p.splits;
     return CtaWork{token_group / groups, static_cast<int>(token_group % groups) * kHeads,
-                   static_cast<int>(blockIdx.x % p.splits)};
+                   static_cast<int>(item % p.splits)};
 }
+// This CTA's item when the grid has one CTA per item.
+__device__ __forceinline__ CtaWork cta_work(const AttentionParams &p) { return item_work(p, blockIdx.x); }
 
 // The wgmmas read their register operands (A fragments) asynchronously: this keeps the
 // compiler from reusing those registers before the wait that ends them.

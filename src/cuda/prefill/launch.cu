@@ -94,16 +94,30 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
                                bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
-// A heads-on-M kernel (bf16m or fp8m): one CTA per (token, 64-head group, split).
-cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, const AttentionParams &p, cudaStream_t stream)
+int64_t heads_on_m_items(const AttentionParams &p)
 {
-    return launch_programmatic(kernel, p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits,
-                               heads_on_m::kThreads, smem, p, stream);
+    return p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
+}
+
+// fp8m walks the items with a CTA per SM when there are more than two per SM and no
+// token is split (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for
+// a CTA's first one or two items).
+bool fp8m_walks(const AttentionParams &p, int sm_count)
+{
+    return p.splits == 1 && heads_on_m_items(p) > 2 * int64_t(sm_count);
+}
+
+// A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
+// split), or one per SM for fp8m when it walks.
+cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t ctas, const AttentionParams &p,
+                              cudaStream_t stream)
+{
+    return launch_programmatic(kernel, ctas, heads_on_m::kThreads, smem, p, stream);
 }
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
-cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
+cudaError_t launch(const AttentionParams &p, bool fp8_path, int sm_count, cudaStream_t stream)
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
@@ -111,8 +125,12 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
     case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
     case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
     default:
-        err = fp8_path ? launch_heads_on_m(fp8m::kernel, fp8m::Layout::kBytes, p, stream)
-                       : launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, p, stream);
+        if (!fp8_path)
+            err = launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, heads_on_m_items(p), p, stream);
+        else if (fp8m_walks(p, sm_count))
+            err = launch_heads_on_m(fp8m::kernel<true>, fp8m::Layout::kBytes, sm_count, p, stream);
+        else
+            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::Layout::kBytes, heads_on_m_items(p), p, stream);
         break;
     }
     if (err != cudaSuccess || p.splits == 1)
@@ -166,12 +184,12 @@ void timeline_clear(const AttentionParams &p, bool fp8_path, cudaStream_t stream
         cudaMemsetAsync(marks, 0, sizeof(timeline::g_marks), stream);
 }
 
-void timeline_write(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
+void timeline_write(const AttentionParams &p, bool fp8_path, int sm_count, cudaStream_t stream)
 {
     const char *dir = getenv("SMLA_TIMELINE_DIR");
     if (!dir || !timeline_kernel(p, fp8_path))
         return;
-    const int64_t ctas = p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
+    const int64_t ctas = fp8m_walks(p, sm_count) ? sm_count : heads_on_m_items(p);
     const size_t n = static_cast<size_t>(ctas < timeline::kCtas ? ctas : timeline::kCtas);
     static uint64_t host[timeline::kCtas][timeline::kMarks];
     if (cudaStreamSynchronize(stream) != cudaSuccess ||
@@ -265,9 +283,9 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #ifdef SMLA_TIMELINE
     timeline_clear(p, fp8_path, stream);
 #endif
-    const cudaError_t err = launch(p, fp8_path, stream);
+    const cudaError_t err = launch(p, fp8_path, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
-    timeline_write(p, fp8_path, stream);
+    timeline_write(p, fp8_path, ctx->sm_count, stream);
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
