@@ -17,10 +17,11 @@
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets and the gather ceilings (bench_gather)
-#     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records fp8m's
-#               per-CTA phase timestamps over the FP8 flashmla-shapes and the fp8 decode
-#               presets; scripts/timeline.py prints where a CTA's time goes (no smoke
-#               check: the kernels are main's)
+#     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records the
+#               per-CTA phase timestamps of fp8m and bf16m over the flashmla-shapes (FP8,
+#               BF16), the decode presets (fp8, fp8_ds_mla) and direct fp8_ds_mla prefill;
+#               scripts/timeline.py prints where a CTA's time goes (no smoke check: the
+#               kernels are main's)
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
@@ -204,6 +205,9 @@ timeline)
         mkdir -p "$out/timeline"
         step timeline_prefill env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset flashmla-shapes --q fp8 --kv fp8
         step timeline_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --kv fp8
+        step timeline_bf16 env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset flashmla-shapes --q bf16 --kv bf16
+        step timeline_ds_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
+        step timeline_ds_prefill env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset v41-flash-tp1 --q fp8 --kv fp8_ds_mla
         step timeline_report python3 "$root/scripts/timeline.py" "$out/timeline"
     }
     ;;

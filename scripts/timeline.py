@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Where an fp8m CTA's time goes: reads the marks of a SMLA_TIMELINE build
-(src/cuda/common/timeline.cuh; files DIR/fp8m_*.bin written by launch.cu) and prints,
+"""Where a heads-on-M CTA's time goes: reads the marks of a SMLA_TIMELINE build
+(src/cuda/common/timeline.cuh; files DIR/fp8m_*.bin and DIR/bf16m_*.bin written by
+launch.cu) and prints,
 per file, the median of each phase over the CTAs (cycles of the SM clock, and us at the
 clock measured by %globaltimer), the steady time per pair of tiles, the fixed cost per CTA
 (its time minus its pairs at the steady rate) and the gap between consecutive CTAs on one
@@ -21,7 +22,7 @@ PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
           ("work item + barrier init", "grid_waited", "item_found"),
           ("producer: first slot ids", "item_found", "producer_slots"),
           ("producer: first pair's copies issued", "producer_slots", "producer_filled"),
-          ("producer: first V^T half done", "item_found", "first_transposed"),
+          ("producer: first V^T half done (bf16m: widened)", "item_found", "first_transposed"),
           ("consumers: Q landed", "item_found", "q_landed"),
           ("consumers: first S done", "item_found", "first_scored"),
           ("consumers: rest of pair 0", "first_scored", "first_pair_done"),
@@ -71,7 +72,7 @@ def report(path):
 def main():
     paths = []
     for arg in sys.argv[1:] or ["."]:
-        paths += sorted(glob.glob(os.path.join(arg, "fp8m_*.bin"))) if os.path.isdir(arg) else [arg]
+        paths += sorted(glob.glob(os.path.join(arg, "*.bin"))) if os.path.isdir(arg) else [arg]
     for path in paths:
         report(path)
 
