@@ -18,10 +18,10 @@
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets and the gather ceilings (bench_gather)
 #     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records the
-#               per-CTA phase timestamps of fp8m and bf16m over the flashmla-shapes (FP8,
-#               BF16), the decode presets (fp8, fp8_ds_mla) and direct fp8_ds_mla prefill;
-#               scripts/timeline.py prints where a CTA's time goes (no smoke check: the
-#               kernels are main's)
+#               per-CTA phase timestamps of fp8m, bf16m and the split-KV combine over the
+#               flashmla-shapes (FP8, BF16), the decode presets (fp8, fp8_ds_mla) and
+#               direct fp8_ds_mla prefill; scripts/timeline.py prints where a CTA's time
+#               goes (no smoke check: the kernels are main's)
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs

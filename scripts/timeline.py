@@ -67,6 +67,26 @@ def report(path):
     if gaps:
         print("  %-40s %9s        %7.2f us (median of %d; negative = overlap)" %
               ("gap between CTAs on one SM", "", med(gaps) / 1000, len(gaps)))
+    combine = path + ".combine"
+    if os.path.exists(combine):
+        report_combine(combine, min(r[M["start_ns"]] for r in rows), max(r[M["end_ns"]] for r in rows), med)
+
+
+def report_combine(path, first_start, last_end, med):
+    """The split-KV combine against the attention kernel, in %globaltimer time from the
+    attention kernel's first CTA start: when its CTAs start, when their grid wait ends
+    (the attention kernel done), when the token is looked up, and when the last ends."""
+    data = open(path, "rb").read()
+    rows = [struct.unpack_from("<4Q", data, i * 32) for i in range(len(data) // 32)]
+    rows = [r for r in rows if r[0] > 0]
+    done = [r for r in rows if r[3] > 0]
+    if not done:
+        return
+    us = lambda ns: (ns - first_start) / 1000
+    print("  from the attention kernel's first CTA start (us): its last CTA ends %.2f;" % us(last_end))
+    print("    combine: first CTA starts %.2f, grid wait ends %.2f (median), token looked up %.2f (median),"
+          " last CTA ends %.2f" % (us(min(r[0] for r in rows)), us(med([r[1] for r in rows])),
+                                   us(med([r[2] for r in done])), us(max(r[3] for r in done))))
 
 
 def main():
