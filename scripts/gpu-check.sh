@@ -17,14 +17,17 @@
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets and the gather ceilings (bench_gather)
-#     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records fp8m's
-#               per-CTA phase timestamps over the FP8 flashmla-shapes and the fp8 decode
-#               presets; scripts/timeline.py prints where a CTA's time goes (no smoke
-#               check: the kernels are main's)
+#     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records the
+#               per-CTA phase timestamps of fp8m, bf16m and the split-KV combine over the
+#               flashmla-shapes (FP8, BF16), the decode presets (fp8, fp8_ds_mla) and
+#               direct fp8_ds_mla prefill; scripts/timeline.py prints where a CTA's time
+#               goes (no smoke check: the kernels are main's)
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
 #               A, b, c, ... twice. `::` separates several bench argument lists.
+#               AB_DETERMINISM=1 also runs `gpu_test_determinism --runs 2` on every tree
+#               (about 30 s each), which a tree must pass to be benched.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -204,6 +207,9 @@ timeline)
         mkdir -p "$out/timeline"
         step timeline_prefill env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset flashmla-shapes --q fp8 --kv fp8
         step timeline_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --kv fp8
+        step timeline_bf16 env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset flashmla-shapes --q bf16 --kv bf16
+        step timeline_ds_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
+        step timeline_ds_prefill env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset v41-flash-tp1 --q fp8 --kv fp8_ds_mla
         step timeline_report python3 "$root/scripts/timeline.py" "$out/timeline"
     }
     ;;
@@ -222,7 +228,10 @@ ab)
         step "configure_$name" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
             step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
             { STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
-                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } ||
+                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } &&
+            { [ "${AB_DETERMINISM:-0}" != 1 ] || {
+                step "build_determinism_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu_test_determinism &&
+                    STEP_TIMEOUT=150 step "determinism_$name" "$tree/build-gpu/tests/gpu_test_determinism" --runs 2; }; } ||
             unset "others[$i]" # a tree that fails is left out of the benches; the run fails
     done
     n=0

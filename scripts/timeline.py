@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Where an fp8m CTA's time goes: reads the marks of a SMLA_TIMELINE build
-(src/cuda/common/timeline.cuh; files DIR/fp8m_*.bin written by launch.cu) and prints,
+"""Where a heads-on-M CTA's time goes: reads the marks of a SMLA_TIMELINE build
+(src/cuda/common/timeline.cuh; files DIR/fp8m_*.bin and DIR/bf16m_*.bin written by
+launch.cu) and prints,
 per file, the median of each phase over the CTAs (cycles of the SM clock, and us at the
 clock measured by %globaltimer), the steady time per pair of tiles, the fixed cost per CTA
 (its time minus its pairs at the steady rate) and the gap between consecutive CTAs on one
@@ -21,7 +22,7 @@ PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
           ("work item + barrier init", "grid_waited", "item_found"),
           ("producer: first slot ids", "item_found", "producer_slots"),
           ("producer: first pair's copies issued", "producer_slots", "producer_filled"),
-          ("producer: first V^T half done", "item_found", "first_transposed"),
+          ("producer: first V^T half done (bf16m: widened)", "item_found", "first_transposed"),
           ("consumers: Q landed", "item_found", "q_landed"),
           ("consumers: first S done", "item_found", "first_scored"),
           ("consumers: rest of pair 0", "first_scored", "first_pair_done"),
@@ -66,12 +67,32 @@ def report(path):
     if gaps:
         print("  %-40s %9s        %7.2f us (median of %d; negative = overlap)" %
               ("gap between CTAs on one SM", "", med(gaps) / 1000, len(gaps)))
+    combine = path + ".combine"
+    if os.path.exists(combine):
+        report_combine(combine, min(r[M["start_ns"]] for r in rows), max(r[M["end_ns"]] for r in rows), med)
+
+
+def report_combine(path, first_start, last_end, med):
+    """The split-KV combine against the attention kernel, in %globaltimer time from the
+    attention kernel's first CTA start: when its CTAs start, when their grid wait ends
+    (the attention kernel done), when the token is looked up, and when the last ends."""
+    data = open(path, "rb").read()
+    rows = [struct.unpack_from("<4Q", data, i * 32) for i in range(len(data) // 32)]
+    rows = [r for r in rows if r[0] > 0]
+    done = [r for r in rows if r[3] > 0]
+    if not done:
+        return
+    us = lambda ns: (ns - first_start) / 1000
+    print("  from the attention kernel's first CTA start (us): its last CTA ends %.2f;" % us(last_end))
+    print("    combine: first CTA starts %.2f, grid wait ends %.2f (median), token looked up %.2f (median),"
+          " last CTA ends %.2f" % (us(min(r[0] for r in rows)), us(med([r[1] for r in rows])),
+                                   us(med([r[2] for r in done])), us(max(r[3] for r in done))))
 
 
 def main():
     paths = []
     for arg in sys.argv[1:] or ["."]:
-        paths += sorted(glob.glob(os.path.join(arg, "fp8m_*.bin"))) if os.path.isdir(arg) else [arg]
+        paths += sorted(glob.glob(os.path.join(arg, "*.bin"))) if os.path.isdir(arg) else [arg]
     for path in paths:
         report(path)
 

@@ -3,7 +3,9 @@
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
 // Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
-// CTA's start and end (nanoseconds, comparable across SMs).
+// CTA's start and end (nanoseconds, comparable across SMs). The split-KV combine records
+// %globaltimer at its CTAs' start, once the attention kernel is done (its grid wait),
+// once the token is looked up, and at the end.
 #pragma once
 #include <cstdint>
 
@@ -17,8 +19,11 @@ enum Mark {
     kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs
 };
 
+enum CombineMark { kCombineStart, kCombineWaited, kCombineLookedUp, kCombineEnd, kCombineMarks };
+
 #ifdef SMLA_TIMELINE
 __device__ uint64_t g_marks[kCtas][kMarks];
+__device__ uint64_t g_combine_marks[kCtas][kCombineMarks];
 
 __device__ __forceinline__ uint64_t global_ns()
 {
@@ -41,11 +46,17 @@ __device__ __forceinline__ void start()
     mark(kEntry);
 }
 __device__ __forceinline__ void end() { set(kEndNs, global_ns()); }
+__device__ __forceinline__ void combine_mark(int mark)
+{
+    if (blockIdx.x < kCtas && threadIdx.x == 0)
+        g_combine_marks[blockIdx.x][mark] = global_ns();
+}
 #else
 __device__ __forceinline__ void set(int, uint64_t) {}
 __device__ __forceinline__ void mark(int) {}
 __device__ __forceinline__ void start() {}
 __device__ __forceinline__ void end() {}
+__device__ __forceinline__ void combine_mark(int) {}
 #endif
 
 } // namespace timeline

@@ -22,6 +22,7 @@
 
 #include "../common/sm90.cuh"
 #include "../common/softmax.cuh"
+#include "../common/timeline.cuh"
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
 #include "bf16_gather.cuh"
@@ -177,6 +178,8 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         mbar_arrive(&sh.ready[fill_buf(f) * 2 + fill_half(f)]);
     };
     pair_slots(p, w, t, 0, tid, next);
+    if (tid == 0)
+        timeline::mark(timeline::kProducerSlots);
     for (int k = 0; k < pairs; k++) {
         const EntrySlot cur[2] = {next[0], next[1]};
         if (k + 1 < pairs)
@@ -202,6 +205,9 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
                 cp_async_commit();
                 if (f > 0)
                     publish(f - 1, false);
+                if (tid == 0 && k == 0 && f == 1)
+                    timeline::mark(timeline::kFirstTransposed); // the first half widened
+
             } else {
                 copy_bf16_half(p, sh, buf, half, tid);
                 mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
@@ -210,6 +216,8 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         }
         if (kWiden)
             publish(3, true);
+        if (tid == 0 && k == 0)
+            timeline::mark(timeline::kProducerFilled);
     }
     cp_async_wait<0>(); // no copy outlives its thread
 }
@@ -305,7 +313,11 @@ struct Consumer {
         const int own = wg, other = 1 - wg; // buffers
         for (int k = 0; k < pairs; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
+            if (tid == 0 && k == pairs - 1)
+                timeline::mark(timeline::kLastPairStart);
             score(s, own, k);
+            if (tid == 0 && k == 0)
+                timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
@@ -354,9 +366,18 @@ struct Consumer {
                 fence_regs(o);
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
             }
+            if (tid == 0 && k == 0)
+                timeline::mark(timeline::kFirstPairDone);
         }
+        if (tid == 0)
+            timeline::mark(timeline::kLoopDone);
         finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                1.f);
+        if (tid == 0) {
+            timeline::mark(timeline::kFinished);
+            timeline::set(timeline::kPairs, pairs);
+            timeline::end();
+        }
     }
 };
 
@@ -379,6 +400,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         mbar_init_fence();
     }
     __syncthreads();
+    if (tid == 0)
+        timeline::mark(timeline::kItemFound);
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
         if (Bf16Gather<kRows, 256>::has_raw_rows(p))
@@ -391,6 +414,8 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     // Q for both consumer WGs.
     Bf16Gather<kRows, 256>::load_q<kHeads>(sh.q, p, t, h0);
     q_landed();
+    if (tid == 0)
+        timeline::mark(timeline::kQLanded);
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4};
     c.run(w, t, h0, split);
@@ -398,8 +423,12 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
+    if (threadIdx.x == 0)
+        timeline::start();
     allow_dependent_launch(); // the next kernel in the stream (the combine, or the next call)
     dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
+    if (threadIdx.x == 0)
+        timeline::mark(timeline::kGridWaited);
     extern __shared__ uint8_t smem[];
     const CtaWork c = cta_work(p);
     run(p, smem, c.t, c.h0, c.split);

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "../common/softmax.cuh"
+#include "../common/timeline.cuh"
 #include "../common/token_entries.cuh"
 #include "params.cuh"
 
@@ -21,11 +22,14 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     const int64_t t = blockIdx.x / p.num_heads;
     const int h = static_cast<int>(blockIdx.x % p.num_heads);
     const int tid = threadIdx.x;
+    timeline::combine_mark(timeline::kCombineStart);
     allow_dependent_launch(); // the next kernel in the stream
     dependent_grid_wait();    // the attention kernel's partials
+    timeline::combine_mark(timeline::kCombineWaited);
     int n_swa, n_ext;
     if (!token_is_split(p, t) || !token_entries(p, t, &n_swa, &n_ext))
         return; // unsplit tokens are written by the attention kernel; padding is not
+    timeline::combine_mark(timeline::kCombineLookedUp);
     const int tiles = (n_swa + n_ext + p.tile_rows - 1) / p.tile_rows;
     const int splits = (tiles + p.split_tiles - 1) / p.split_tiles;
     // kBatch splits' (m, l) and O loaded at once, so that their loads overlap (one after
@@ -71,6 +75,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     *reinterpret_cast<uint2 *>(out) = w;
     if (p.lse && tid == 0)
         p.lse[t * p.lse_token_stride + h] = head_lse(m, sum);
+    timeline::combine_mark(timeline::kCombineEnd);
 }
 
 } // namespace smla

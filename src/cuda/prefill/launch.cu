@@ -5,6 +5,7 @@
 #ifdef SMLA_TIMELINE
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #endif
 
 #include "bf16_heads_on_m.cuh"
@@ -170,37 +171,55 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
 }
 
 #ifdef SMLA_TIMELINE
-// The diagnostic build's fp8m timeline (common/timeline.cuh): the marks are cleared before
-// each fp8m launch and, when SMLA_TIMELINE_DIR is set, written after it to
-// DIR/fp8m_T<tokens>_H<heads>_W<width>_S<splits>.bin (one file per shape, the latest
-// launch's: raw uint64 [CTAs][16]). Waiting for the kernel breaks the timing of the
-// launches around it, not the marks within it.
-bool timeline_kernel(const AttentionParams &p, bool fp8_path) { return fp8_path && p.heads_per_cta == heads_on_m::kHeads; }
+// The diagnostic build's timeline of the heads-on-M kernels (common/timeline.cuh): the
+// marks are cleared before each launch of fp8m or bf16m and, when SMLA_TIMELINE_DIR is
+// set, written after it to DIR/<kernel>_T<tokens>_H<heads>_W<width>_S<splits>[_ds].bin
+// (one file per shape, the latest launch's: raw uint64 [CTAs][16]; _ds: fp8_ds_mla rows),
+// with split tokens also the combine's marks in the same name + ".combine" ([CTAs][4]).
+// Waiting for the kernel breaks the timing of the launches around it, not the marks
+// within it.
+bool timeline_kernel(const AttentionParams &p) { return p.heads_per_cta == heads_on_m::kHeads; }
 
-void timeline_clear(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
+void timeline_clear(const AttentionParams &p, cudaStream_t stream)
 {
     void *marks = nullptr;
-    if (timeline_kernel(p, fp8_path) && cudaGetSymbolAddress(&marks, timeline::g_marks) == cudaSuccess)
+    if (timeline_kernel(p) && cudaGetSymbolAddress(&marks, timeline::g_marks) == cudaSuccess)
         cudaMemsetAsync(marks, 0, sizeof(timeline::g_marks), stream);
+    if (timeline_kernel(p) && p.splits > 1 && cudaGetSymbolAddress(&marks, timeline::g_combine_marks) == cudaSuccess)
+        cudaMemsetAsync(marks, 0, sizeof(timeline::g_combine_marks), stream);
+}
+
+// The first n rows of `symbol` (rows of `row` bytes) to `path`.
+template <typename T> void timeline_dump(const T &symbol, size_t n, size_t row, const char *path)
+{
+    static uint8_t host[sizeof(T)];
+    if (cudaMemcpyFromSymbol(host, symbol, n * row) != cudaSuccess)
+        return;
+    if (FILE *f = fopen(path, "wb")) {
+        fwrite(host, row, n, f);
+        fclose(f);
+    }
 }
 
 void timeline_write(const AttentionParams &p, bool fp8_path, int sm_count, cudaStream_t stream)
 {
     const char *dir = getenv("SMLA_TIMELINE_DIR");
-    if (!dir || !timeline_kernel(p, fp8_path))
+    if (!dir || !timeline_kernel(p))
         return;
-    const int64_t ctas = fp8m_walks(p, sm_count) ? sm_count : heads_on_m_items(p);
-    const size_t n = static_cast<size_t>(ctas < timeline::kCtas ? ctas : timeline::kCtas);
-    static uint64_t host[timeline::kCtas][timeline::kMarks];
-    if (cudaStreamSynchronize(stream) != cudaSuccess ||
-        cudaMemcpyFromSymbol(host, timeline::g_marks, n * sizeof(host[0])) != cudaSuccess)
+    if (cudaStreamSynchronize(stream) != cudaSuccess)
         return;
+    const auto capped = [](int64_t ctas) { return static_cast<size_t>(ctas < timeline::kCtas ? ctas : timeline::kCtas); };
     char path[4096];
-    snprintf(path, sizeof(path), "%s/fp8m_T%lld_H%d_W%d_S%d.bin", dir, static_cast<long long>(p.num_tokens),
-             p.num_heads, p.swa_idx.width + p.extra_idx.width, p.splits);
-    if (FILE *f = fopen(path, "wb")) {
-        fwrite(host, sizeof(host[0]), n, f);
-        fclose(f);
+    const bool ds = p.swa.format == SMLA_KV_FP8_DS_MLA || p.extra.format == SMLA_KV_FP8_DS_MLA;
+    snprintf(path, sizeof(path) - 16, "%s/%s_T%lld_H%d_W%d_S%d%s.bin", dir, fp8_path ? "fp8m" : "bf16m",
+             static_cast<long long>(p.num_tokens), p.num_heads, p.swa_idx.width + p.extra_idx.width, p.splits,
+             ds ? "_ds" : "");
+    timeline_dump(timeline::g_marks, capped(fp8_path && fp8m_walks(p, sm_count) ? sm_count : heads_on_m_items(p)),
+                  sizeof(timeline::g_marks[0]), path);
+    if (p.splits > 1) {
+        strcat(path, ".combine");
+        timeline_dump(timeline::g_combine_marks, capped(p.num_tokens * p.num_heads),
+                      sizeof(timeline::g_combine_marks[0]), path);
     }
 }
 #endif
@@ -281,7 +300,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 
     cudaStream_t stream = static_cast<cudaStream_t>(pr->stream);
 #ifdef SMLA_TIMELINE
-    timeline_clear(p, fp8_path, stream);
+    timeline_clear(p, stream);
 #endif
     const cudaError_t err = launch(p, fp8_path, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
