@@ -231,7 +231,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #endif
     const cudaError_t err = launch(p, fp8_path, stream);
 #ifdef SMLA_TIMELINE
-    timeline_write(p, fp8_path, stream);
+    timeline_write(p, fp8_path, p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits, stream);
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));

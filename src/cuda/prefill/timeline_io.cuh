@@ -45,7 +45,8 @@ template <typename T> void timeline_dump(const T &symbol, size_t n, size_t row, 
     }
 }
 
-void timeline_write(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
+// ctas: the attention kernel's grid.
+void timeline_write(const AttentionParams &p, bool fp8_path, int64_t ctas, cudaStream_t stream)
 {
     const char *dir = getenv("SMLA_TIMELINE_DIR");
     if (!dir || !timeline_kernel(p))
@@ -58,8 +59,7 @@ void timeline_write(const AttentionParams &p, bool fp8_path, cudaStream_t stream
     snprintf(path, sizeof(path) - 16, "%s/%s_T%lld_H%d_W%d_S%d%s.bin", dir, fp8_path ? "fp8m" : "bf16m",
              static_cast<long long>(p.num_tokens), p.num_heads, p.swa_idx.width + p.extra_idx.width, p.splits,
              ds ? "_ds" : "");
-    timeline_dump(timeline::g_marks, capped(p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits),
-                  sizeof(timeline::g_marks[0]), path);
+    timeline_dump(timeline::g_marks, capped(ctas), sizeof(timeline::g_marks[0]), path);
     if (p.splits > 1) {
         strcat(path, ".combine");
         timeline_dump(timeline::g_combine_marks, capped(p.num_tokens * p.num_heads),
