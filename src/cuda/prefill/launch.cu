@@ -150,7 +150,6 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->split_tiles = max_tiles;
 }
 
-
 bool is_fp8_pool(const smla_index_set &set)
 {
     return !set.indices || set.pool.format == SMLA_KV_FP8;
@@ -231,7 +230,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #endif
     const cudaError_t err = launch(p, fp8_path, stream);
 #ifdef SMLA_TIMELINE
-    timeline_write(p, fp8_path, p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits, stream);
+    timeline_write(p, fp8_path, items, stream); // a heads-on-M launch's CTAs
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
