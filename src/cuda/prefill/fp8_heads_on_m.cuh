@@ -570,12 +570,7 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
 
 template <bool kWalk> __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
-    if (threadIdx.x == 0)
-        timeline::start();
-    allow_dependent_launch(); // the next kernel in the stream (the combine, or the next call)
-    dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
-    if (threadIdx.x == 0)
-        timeline::mark(timeline::kGridWaited);
+    begin_kernel();
     extern __shared__ uint8_t smem[];
     run<kWalk>(p, smem);
 }

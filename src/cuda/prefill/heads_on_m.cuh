@@ -8,6 +8,7 @@
 
 #include "../common/sm90.cuh"
 #include "../common/softmax.cuh"
+#include "../common/timeline.cuh"
 #include "../common/token_entries.cuh"
 #include "params.cuh"
 
@@ -176,6 +177,19 @@ __device__ __forceinline__ void pair_slots(const AttentionParams &p, const WorkI
         const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
         slots[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
     }
+}
+
+// Both kernels' first steps: the next kernel in the stream (the combine, or the next call)
+// may start; then wait for the kernel before, which may have written q, the plan and the
+// indices.
+__device__ __forceinline__ void begin_kernel()
+{
+    if (threadIdx.x == 0)
+        timeline::start();
+    allow_dependent_launch();
+    dependent_grid_wait();
+    if (threadIdx.x == 0)
+        timeline::mark(timeline::kGridWaited);
 }
 
 // A work item: token, first head and split (items: tokens x 64-head groups x splits).

@@ -168,7 +168,6 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->split_tiles = max_tiles;
 }
 
-
 bool is_fp8_pool(const smla_index_set &set)
 {
     return !set.indices || set.pool.format == SMLA_KV_FP8;
@@ -249,8 +248,8 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #endif
     const cudaError_t err = launch(p, fp8_path, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
-    timeline_write(p, fp8_path, fp8_path && fp8m_walks(p, ctx->sm_count) ? ctx->sm_count : heads_on_m_items(p),
-                   stream);
+    // A walking fp8m launch has a CTA per SM, any other heads-on-M launch one per item.
+    timeline_write(p, fp8_path, fp8_path && fp8m_walks(p, ctx->sm_count) ? ctx->sm_count : items, stream);
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
