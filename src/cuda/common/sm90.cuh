@@ -258,6 +258,12 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
     return *reinterpret_cast<const uint32_t *>(&b);
 }
 
+// Two BF16 values (the low half first) as floats, exactly.
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t v)
+{
+    return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
+}
+
 // UE8M0 block scale: 2^(b - 127); 255 is NaN.
 __device__ __forceinline__ float ue8m0_to_float(uint8_t b)
 {

@@ -234,18 +234,18 @@ template <int kHT> struct SharedTile {
             finish_head(p, t, h0, tid, split, split_token, mrun[tid], colmax, 8, kHT, 1.f, alpha_s);
         __syncthreads();
 
-        // Output (BF16) or, for a split, the partial sum (FP32): two dims (8 apart) per
-        // head and M-tile.
+        // Output or, for a split, the partial sum (both BF16): two dims (8 apart) per head
+        // and M-tile.
 #pragma unroll
         for (int m = 0; m < 4; m++)
 #pragma unroll
             for (int i = 0; i < kSReg; i++) {
                 const int col = acc_col(i, lane);
-                const float v = o[m][i] * alpha_s[col];
+                const uint16_t v = __bfloat16_as_ushort(__float2bfloat16_rn(o[m][i] * alpha_s[col]));
                 if (split_token)
                     p.partial_o[partial_index(p, t, h0 + col, split) * 512 + out_dim(m, i, wg)] = v;
                 else
-                    out[col * 512 + out_dim(m, i, wg)] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+                    out[col * 512 + out_dim(m, i, wg)] = v;
             }
     }
 };

@@ -39,13 +39,19 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     float4 o = make_float4(0.f, 0.f, 0.f, 0.f);
     for (int s0 = 0; s0 < splits; s0 += kBatch) {
         float2 ml[kBatch];
-        float4 v[kBatch];
+        uint2 raw[kBatch]; // 4 BF16 dims
 #pragma unroll
         for (int i = 0; i < kBatch; i++) {
             const bool in = s0 + i < splits;
             const int64_t at = partial_index(p, t, h, in ? s0 + i : 0);
             ml[i] = in ? p.partial_ml[at] : make_float2(-INFINITY, 0.f);
-            v[i] = in ? reinterpret_cast<const float4 *>(p.partial_o + at * 512)[tid] : make_float4(0.f, 0.f, 0.f, 0.f);
+            raw[i] = in ? reinterpret_cast<const uint2 *>(p.partial_o + at * 512)[tid] : make_uint2(0u, 0u);
+        }
+        float4 v[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const float2 a = bf16x2_to_float2(raw[i].x), b = bf16x2_to_float2(raw[i].y);
+            v[i] = make_float4(a.x, a.y, b.x, b.y);
         }
         float mb = m;
 #pragma unroll

@@ -359,7 +359,7 @@ template <int kHT, bool kShared> struct TokenWG {
         sync();
 
         // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3:
-        // the output (BF16) or, for a split, the partial sum (FP32, P scale removed).
+        // the output or, for a split, the partial sum (P scale removed), both BF16.
         const int g = lane / 4;
 #pragma unroll
         for (int pair = 0; pair < 4; pair++) {
@@ -372,16 +372,12 @@ template <int kHT, bool kShared> struct TokenWG {
                 const float f = alpha_s[col];
                 const float4 v = make_float4(o[2 * pair][i] * f, o[2 * pair][i + 2] * f, o[2 * pair + 1][i] * f,
                                              o[2 * pair + 1][i + 2] * f);
-                if (split_token) {
-                    float *dst = p.partial_o + partial_index(p, t, h0 + col, split) * 512 + d0;
-                    *reinterpret_cast<float4 *>(dst) = v;
-                } else {
-                    const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
-                    uint2 w;
-                    w.x = *reinterpret_cast<const uint32_t *>(&a);
-                    w.y = *reinterpret_cast<const uint32_t *>(&b);
-                    *reinterpret_cast<uint2 *>(out + col * 512 + d0) = w;
-                }
+                const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+                uint2 w;
+                w.x = *reinterpret_cast<const uint32_t *>(&a);
+                w.y = *reinterpret_cast<const uint32_t *>(&b);
+                uint16_t *dst = split_token ? p.partial_o + partial_index(p, t, h0 + col, split) * 512 : out + col * 512;
+                *reinterpret_cast<uint2 *>(dst + d0) = w;
             }
         }
     }

@@ -269,10 +269,10 @@ struct HandoffSmem {
     __device__ EpilogueSmem epilogue(uint8_t *stage) const { return EpilogueSmem{sums, mfinal, scale, stage}; }
 };
 
-// A staged row per head: 1 KB of BF16 output or 2 KB of FP32 partials, plus 16 bytes so
-// that the stores of a warp (8 heads x 4 lanes) fall on distinct banks.
-constexpr int kStagePitchBf16 = 1024 + 16, kStagePitchF32 = 2048 + 16;
-constexpr int kStageBytes = kHeads * kStagePitchF32;
+// A staged row per head: 1 KB of BF16 output or partials, plus 16 bytes so that the
+// stores of a warp (8 heads x 4 lanes) fall on distinct banks.
+constexpr int kStagePitchBf16 = 1024 + 16;
+constexpr int kStageBytes = kHeads * kStagePitchBf16;
 
 // Row sums over the quad and both WGs; final scale or partials; WG wg's 256 dims (tid:
 // 0..255 over both consumer WGs). p_scale: the factor P carries (1 for BF16). O goes out
@@ -304,38 +304,28 @@ __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, 
     named_barrier(kConsumers, 256);
     const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
     const int col0 = 256 * wg + acc_col(0, lane); // acc_col(i, lane) - col0 depends on i alone
-    if (split_token) {
-        uint8_t *row = sh.stage + r0 * kStagePitchF32 + col0 * 4;
+    uint8_t *row = sh.stage + r0 * kStagePitchBf16 + col0 * 2;
 #pragma unroll
-        for (int i = 0; i < 128; i += 2) {
-            const int r = (i % 4) / 2, d = acc_col(i, lane) - acc_col(0, lane);
-            *reinterpret_cast<float2 *>(row + 8 * r * kStagePitchF32 + d * 4) = make_float2(o[i] * f[r], o[i + 1] * f[r]);
-        }
-    } else {
-        uint8_t *row = sh.stage + r0 * kStagePitchBf16 + col0 * 2;
-#pragma unroll
-        for (int i = 0; i < 128; i += 2) {
-            const int r = (i % 4) / 2, d = acc_col(i, lane) - acc_col(0, lane);
-            *reinterpret_cast<__nv_bfloat162 *>(row + 8 * r * kStagePitchBf16 + d * 2) =
-                __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
-        }
+    for (int i = 0; i < 128; i += 2) {
+        const int r = (i % 4) / 2, d = acc_col(i, lane) - acc_col(0, lane);
+        *reinterpret_cast<__nv_bfloat162 *>(row + 8 * r * kStagePitchBf16 + d * 2) =
+            __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
     }
     named_barrier(kConsumers, 256);
     // Out in 16-byte stores, consecutive threads on consecutive chunks of the staged rows:
-    // the 64 heads' BF16 rows are contiguous in `out`; a split token's FP32 rows are
-    // splits x 2 KB apart.
+    // the 64 heads' rows are contiguous in `out`; a split token's partial rows are
+    // splits x 1 KB apart.
+    constexpr int kChunks = 1024 / 16; // per row
     if (split_token) {
-        constexpr int kChunks = 2048 / 16; // per row
-        float *base = p.partial_o + partial_index(p, t, h0, split) * 512;
+        uint16_t *base = p.partial_o + partial_index(p, t, h0, split) * 512;
         const int64_t head_stride = int64_t(p.splits) * 512;
 #pragma unroll 8
         for (int c = tid; c < kHeads * kChunks; c += 256) {
-            const int row = c / kChunks, x = c % kChunks;
-            *reinterpret_cast<uint4 *>(base + row * head_stride + 4 * x) =
-                *reinterpret_cast<const uint4 *>(sh.stage + row * kStagePitchF32 + 16 * x);
+            const int r = c / kChunks, x = c % kChunks;
+            *reinterpret_cast<uint4 *>(base + r * head_stride + 8 * x) =
+                *reinterpret_cast<const uint4 *>(sh.stage + r * kStagePitchBf16 + 16 * x);
         }
     } else {
-        constexpr int kChunks = 1024 / 16;
         uint8_t *base = reinterpret_cast<uint8_t *>(p.out + t * p.out_token_stride + int64_t(h0) * 512);
 #pragma unroll 8
         for (int c = tid; c < kHeads * kChunks; c += 256)

@@ -204,10 +204,10 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     if (p.splits > 1) {
         const size_t partials = static_cast<size_t>(pr->num_tokens) * pr->num_heads * p.splits;
         void *ws = nullptr;
-        const smla_status st = smla_cuda_workspace(ctx, partials * (512 * sizeof(float) + sizeof(float2)), pr->stream, &ws);
+        const smla_status st = smla_cuda_workspace(ctx, partials * (512 * sizeof(uint16_t) + sizeof(float2)), pr->stream, &ws);
         if (st != SMLA_OK)
             return st;
-        p.partial_o = static_cast<float *>(ws);
+        p.partial_o = static_cast<uint16_t *>(ws);
         p.partial_ml = reinterpret_cast<float2 *>(p.partial_o + partials * 512);
     }
     p.q = pr->q;

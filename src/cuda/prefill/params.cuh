@@ -66,7 +66,7 @@ struct AttentionParams {
     int32_t splits;
     bool split_all;         // every token is split (else, with a plan, only its decodes)
     int32_t split_tiles;
-    float *partial_o;       // [T][H][splits][512]: sum of p.v (max-relative p), P scale removed
+    uint16_t *partial_o;    // [T][H][splits][512] BF16: sum of p.v (max-relative p), P scale removed
     float2 *partial_ml;     // [T][H][splits]: (running max in log2 units, row sum)
 };
 
