@@ -425,8 +425,9 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ At
 {
     if (threadIdx.x == 0)
         timeline::start();
-    allow_dependent_launch(); // the next kernel in the stream (the combine, or the next call)
     dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
+    allow_dependent_launch(); // the next kernel (the combine, or the next call): after the wait,
+                              // so that it may read what this grid waited for (combine.cuh)
     if (threadIdx.x == 0)
         timeline::mark(timeline::kGridWaited);
     extern __shared__ uint8_t smem[];
