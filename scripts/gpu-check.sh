@@ -26,6 +26,8 @@
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
 #               A, b, c, ... twice. `::` separates several bench argument lists.
+#               AB_DETERMINISM=1 also runs `gpu_test_determinism --runs 2` on every tree
+#               (about 30 s each), which a tree must pass to be benched.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -226,7 +228,10 @@ ab)
         step "configure_$name" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
             step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
             { STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
-                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } ||
+                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } &&
+            { [ "${AB_DETERMINISM:-0}" != 1 ] || {
+                step "build_determinism_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu_test_determinism &&
+                    STEP_TIMEOUT=150 step "determinism_$name" "$tree/build-gpu/tests/gpu_test_determinism" --runs 2; }; } ||
             unset "others[$i]" # a tree that fails is left out of the benches; the run fails
     done
     n=0

@@ -423,13 +423,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
 
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
-    if (threadIdx.x == 0)
-        timeline::start();
-    dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
-    allow_dependent_launch(); // the next kernel (the combine, or the next call): after the wait,
-                              // so that it may read what this grid waited for (combine.cuh)
-    if (threadIdx.x == 0)
-        timeline::mark(timeline::kGridWaited);
+    begin_kernel();
     extern __shared__ uint8_t smem[];
     const CtaWork c = cta_work(p);
     run(p, smem, c.t, c.h0, c.split);

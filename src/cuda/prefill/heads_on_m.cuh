@@ -8,6 +8,7 @@
 
 #include "../common/sm90.cuh"
 #include "../common/softmax.cuh"
+#include "../common/timeline.cuh"
 #include "../common/token_entries.cuh"
 #include "params.cuh"
 
@@ -176,6 +177,19 @@ __device__ __forceinline__ void pair_slots(const AttentionParams &p, const WorkI
         const int tile = 2 * k + b, e = (w.first + tile) * kRows + tid;
         slots[b] = tid < kRows && tile < w.ntiles && e < w.n ? entry_slot(p, t, e, w.n_swa) : EntrySlot{-1, false};
     }
+}
+
+// Both kernels' first steps: wait for the kernel before, which may have written q, the
+// plan and the indices; then the next kernel in the stream (the combine, or the next call)
+// may start, and read before its own wait what this grid waited for (combine.cuh).
+__device__ __forceinline__ void begin_kernel()
+{
+    if (threadIdx.x == 0)
+        timeline::start();
+    dependent_grid_wait();
+    allow_dependent_launch();
+    if (threadIdx.x == 0)
+        timeline::mark(timeline::kGridWaited);
 }
 
 // This CTA's work: token, first head and split (grid: tokens x 64-head groups x splits).

@@ -2,17 +2,15 @@
 // on M for 64-head groups and heads on N or entries on M for 8-32 heads) and the heads per
 // CTA from the problem and the GPU, and launches it on the caller's stream.
 #include <cuda_runtime.h>
-#ifdef SMLA_TIMELINE
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#endif
 
 #include "bf16_heads_on_m.cuh"
 #include "bf16_shared_tile.cuh"
 #include "combine.cuh"
 #include "fp8_heads_on_m.cuh"
 #include "fp8_token_wg.cuh"
+#ifdef SMLA_TIMELINE
+#include "timeline_io.cuh"
+#endif
 
 extern "C" {
 #include "cuda_workspace.h"
@@ -152,60 +150,6 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->split_tiles = max_tiles;
 }
 
-#ifdef SMLA_TIMELINE
-// The diagnostic build's timeline of the heads-on-M kernels (common/timeline.cuh): the
-// marks are cleared before each launch of fp8m or bf16m and, when SMLA_TIMELINE_DIR is
-// set, written after it to DIR/<kernel>_T<tokens>_H<heads>_W<width>_S<splits>[_ds].bin
-// (one file per shape, the latest launch's: raw uint64 [CTAs][16]; _ds: fp8_ds_mla rows),
-// with split tokens also the combine's marks in the same name + ".combine" ([CTAs][4]).
-// Waiting for the kernel breaks the timing of the launches around it, not the marks
-// within it.
-bool timeline_kernel(const AttentionParams &p) { return p.heads_per_cta == heads_on_m::kHeads; }
-
-void timeline_clear(const AttentionParams &p, cudaStream_t stream)
-{
-    void *marks = nullptr;
-    if (timeline_kernel(p) && cudaGetSymbolAddress(&marks, timeline::g_marks) == cudaSuccess)
-        cudaMemsetAsync(marks, 0, sizeof(timeline::g_marks), stream);
-    if (timeline_kernel(p) && p.splits > 1 && cudaGetSymbolAddress(&marks, timeline::g_combine_marks) == cudaSuccess)
-        cudaMemsetAsync(marks, 0, sizeof(timeline::g_combine_marks), stream);
-}
-
-// The first n rows of `symbol` (rows of `row` bytes) to `path`.
-template <typename T> void timeline_dump(const T &symbol, size_t n, size_t row, const char *path)
-{
-    static uint8_t host[sizeof(T)];
-    if (cudaMemcpyFromSymbol(host, symbol, n * row) != cudaSuccess)
-        return;
-    if (FILE *f = fopen(path, "wb")) {
-        fwrite(host, row, n, f);
-        fclose(f);
-    }
-}
-
-void timeline_write(const AttentionParams &p, bool fp8_path, cudaStream_t stream)
-{
-    const char *dir = getenv("SMLA_TIMELINE_DIR");
-    if (!dir || !timeline_kernel(p))
-        return;
-    if (cudaStreamSynchronize(stream) != cudaSuccess)
-        return;
-    const auto capped = [](int64_t ctas) { return static_cast<size_t>(ctas < timeline::kCtas ? ctas : timeline::kCtas); };
-    char path[4096];
-    const bool ds = p.swa.format == SMLA_KV_FP8_DS_MLA || p.extra.format == SMLA_KV_FP8_DS_MLA;
-    snprintf(path, sizeof(path) - 16, "%s/%s_T%lld_H%d_W%d_S%d%s.bin", dir, fp8_path ? "fp8m" : "bf16m",
-             static_cast<long long>(p.num_tokens), p.num_heads, p.swa_idx.width + p.extra_idx.width, p.splits,
-             ds ? "_ds" : "");
-    timeline_dump(timeline::g_marks, capped(p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits),
-                  sizeof(timeline::g_marks[0]), path);
-    if (p.splits > 1) {
-        strcat(path, ".combine");
-        timeline_dump(timeline::g_combine_marks, capped(p.num_tokens * p.num_heads),
-                      sizeof(timeline::g_combine_marks[0]), path);
-    }
-}
-#endif
-
 bool is_fp8_pool(const smla_index_set &set)
 {
     return !set.indices || set.pool.format == SMLA_KV_FP8;
@@ -286,7 +230,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #endif
     const cudaError_t err = launch(p, fp8_path, stream);
 #ifdef SMLA_TIMELINE
-    timeline_write(p, fp8_path, stream);
+    timeline_write(p, fp8_path, items, stream); // a heads-on-M launch's CTAs
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
