@@ -166,8 +166,9 @@ __device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, uint
 // Programmatic dependent launch: a kernel launched after this one with programmatic
 // stream serialisation (smla launches all its kernels so) may start once every CTA of
 // this grid has run allow_dependent_launch; dependent_grid_wait still waits for the grid
-// before to finish and its writes to be visible, so where allow_dependent_launch runs only
-// decides how early the next launch begins.
+// before to finish and its writes to be visible. smla's attention kernels allow it after
+// their own wait, so the next kernel may read, before its wait, anything the attention
+// kernel waited for (the combine looks its tokens up that early).
 __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 __device__ __forceinline__ void dependent_grid_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 

@@ -4,7 +4,7 @@
 // in split order (the max taken over batches of splits as they are read), then the sink
 // and scales apply as for an unsplit token. One CTA of 128 threads per (token, head), 4
 // dims per thread. Launched with programmatic stream serialisation (launch.cu): its CTAs
-// start while the attention kernel runs and wait for it here.
+// start while the attention kernel runs, look their token up, and wait for it.
 #pragma once
 #include <cstdint>
 
@@ -24,12 +24,15 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     const int tid = threadIdx.x;
     timeline::combine_mark(timeline::kCombineStart);
     allow_dependent_launch(); // the next kernel in the stream
-    dependent_grid_wait();    // the attention kernel's partials
-    timeline::combine_mark(timeline::kCombineWaited);
+    // The token's entries while the attention kernel runs: every attention CTA allows this
+    // launch only after its own grid wait, so the plan, lens and seq_lens it read are final.
     int n_swa, n_ext;
-    if (!token_is_split(p, t) || !token_entries(p, t, &n_swa, &n_ext))
-        return; // unsplit tokens are written by the attention kernel; padding is not
+    const bool split = token_is_split(p, t) && token_entries(p, t, &n_swa, &n_ext);
     timeline::combine_mark(timeline::kCombineLookedUp);
+    dependent_grid_wait(); // the attention kernel's partials
+    timeline::combine_mark(timeline::kCombineWaited);
+    if (!split)
+        return; // unsplit tokens are written by the attention kernel; padding is not
     const int tiles = (n_swa + n_ext + p.tile_rows - 1) / p.tile_rows;
     const int splits = (tiles + p.split_tiles - 1) / p.split_tiles;
     // kBatch splits' (m, l) and O loaded at once, so that their loads overlap (one after

@@ -179,15 +179,15 @@ __device__ __forceinline__ void pair_slots(const AttentionParams &p, const WorkI
     }
 }
 
-// Both kernels' first steps: the next kernel in the stream (the combine, or the next call)
-// may start; then wait for the kernel before, which may have written q, the plan and the
-// indices.
+// Both kernels' first steps: wait for the kernel before, which may have written q, the
+// plan and the indices; then the next kernel in the stream (the combine, or the next call)
+// may start, and read before its own wait what this grid waited for (combine.cuh).
 __device__ __forceinline__ void begin_kernel()
 {
     if (threadIdx.x == 0)
         timeline::start();
-    allow_dependent_launch();
     dependent_grid_wait();
+    allow_dependent_launch();
     if (threadIdx.x == 0)
         timeline::mark(timeline::kGridWaited);
 }
