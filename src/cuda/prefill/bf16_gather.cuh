@@ -11,12 +11,10 @@
 
 namespace smla {
 
-// Raw chunk j of `row` (16 E4M3 values, stored at BF16 chunk 2j of a tile of `rows` rows)
-// widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
-__device__ inline void widen_chunk(uint8_t *tile, int rows, int row, int j, float scale)
+// Raw chunk j of `row` (16 E4M3 values `v`, read from BF16 chunk 2j of a tile of `rows`
+// rows) widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
+__device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, int j, uint4 v, float scale)
 {
-    uint8_t *at = tile + tile_offset(rows, row, 32 * j);
-    const uint4 v = *reinterpret_cast<const uint4 *>(at);
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t o[8];
 #pragma unroll
@@ -24,7 +22,7 @@ __device__ inline void widen_chunk(uint8_t *tile, int rows, int row, int j, floa
         o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
         o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
     }
-    *reinterpret_cast<uint4 *>(at) = make_uint4(o[0], o[1], o[2], o[3]);
+    *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j)) = make_uint4(o[0], o[1], o[2], o[3]);
     *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
 }
 
@@ -44,13 +42,30 @@ __device__ __forceinline__ void copy_rope_chunk(uint8_t *tile, int rows, int row
                reinterpret_cast<const void *>(data + 16 * (kDsNopeChunks + k)), 16);
 }
 
-// Chunk j of the row whose tagged address is `a`, widened in place if it landed raw
-// (scaled by its UE8M0 block scale for fp8_ds_mla, from the row's 8 bytes in `scales`).
-__device__ __forceinline__ void widen_if_raw(uint8_t *tile, const uint8_t *scales, int rows, int row, int j, uint64_t a)
+// Raw chunks j[i] of rows row[i] (tagged addresses in `info`) widened in place, scaled by
+// their UE8M0 block scale (the row's 8 bytes in `scales`) for fp8_ds_mla; chunks that did
+// not land raw are left alone. Every shared-memory load (tag, scale byte, data) of the kN
+// chunks is issued before the first conversion, all unconditionally (in bounds whatever
+// the row holds), so their latencies overlap instead of adding up chunk after chunk.
+template <int kN>
+__device__ __forceinline__ void widen_raw_chunks(uint8_t *tile, const uint8_t *scales, int rows, const uint64_t *info,
+                                                 const int (&row)[kN], const int (&j)[kN])
 {
-    const bool ds = (a & kRowDsMla) != 0;
-    if ((a & kRowE4M3) || (ds && j < kDsNopeChunks))
-        widen_chunk(tile, rows, row, j, ds ? ue8m0_to_float(scales[8 * row + j / 4]) : 1.f);
+    uint32_t tag[kN];
+    uint8_t scale[kN];
+    uint4 v[kN];
+#pragma unroll
+    for (int i = 0; i < kN; i++) {
+        tag[i] = static_cast<uint32_t>(info[row[i]] & kRowTags);
+        scale[i] = scales[8 * row[i] + j[i] / 4];
+        v[i] = *reinterpret_cast<const uint4 *>(tile + tile_offset(rows, row[i], 32 * j[i]));
+    }
+#pragma unroll
+    for (int i = 0; i < kN; i++) {
+        const bool ds = tag[i] & kRowDsMla;
+        if ((tag[i] & kRowE4M3) || (ds && j[i] < kDsNopeChunks))
+            store_widened(tile, rows, row[i], j[i], v[i], ds ? ue8m0_to_float(scale[i]) : 1.f);
+    }
 }
 
 template <int kRows, int kThreads> struct Bf16Gather {
@@ -111,12 +126,19 @@ template <int kRows, int kThreads> struct Bf16Gather {
     // accesses fall on 8 distinct bank groups.
     static __device__ void dequant_tile(uint8_t *tile, const uint8_t *scales, const uint64_t *info)
     {
+        constexpr int kIters = kRows / (kThreads / 32), kBatch = 4;
+        static_assert(kIters % kBatch == 0, "whole batches");
         const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-#pragma unroll 4
-        for (int k = 0; k < kRows / (kThreads / 32); k++) {
-            const int block = k * (kThreads / 32) + warp; // row pair block/2, chunk half block%2
-            const int row = (block / 2) * 2 + (lane / 4) % 2, j = (block % 2) * 16 + (lane / 8) * 4 + lane % 4;
-            widen_if_raw(tile, scales, kRows, row, j, info[row]);
+#pragma unroll 1
+        for (int k0 = 0; k0 < kIters; k0 += kBatch) {
+            int row[kBatch], j[kBatch];
+#pragma unroll
+            for (int i = 0; i < kBatch; i++) {
+                const int block = (k0 + i) * (kThreads / 32) + warp; // row pair block/2, chunk half block%2
+                row[i] = (block / 2) * 2 + (lane / 4) % 2;
+                j[i] = (block % 2) * 16 + (lane / 8) * 4 + lane % 4;
+            }
+            widen_raw_chunks(tile, scales, kRows, info, row, j);
         }
     }
 

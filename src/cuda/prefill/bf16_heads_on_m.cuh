@@ -138,17 +138,21 @@ __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh
 
 // The landed raw data of one half widened to BF16 in place by the 128 producer threads.
 // Two rows per warp instruction (four lanes each on 4 consecutive raw chunks of row r and
-// of row r + 1), so the 16-byte accesses fall on 8 distinct bank groups per phase.
+// of row r + 1), so the 16-byte accesses fall on 8 distinct bank groups per phase. Two
+// chunks' loads in flight at a time: with four, the producer's 72 registers spill.
 __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 {
+    constexpr int kBatch = 2;
     const int warp = tid / 32, lane = tid % 32;
-    uint8_t *tile = sh.tile(buf);
-    const uint8_t *scales = sh.scale_rows(buf, half);
-#pragma unroll 4
-    for (int it = 0; it < 8; it++) {
-        const int row = warp * 16 + 2 * it + (lane / 4) % 2;
-        const int j = 16 * half + (lane / 8) * 4 + lane % 4;
-        widen_if_raw(tile, scales, kRows, row, j, sh.rows[buf * kRows + row]);
+#pragma unroll 1
+    for (int it0 = 0; it0 < 8; it0 += kBatch) {
+        int row[kBatch], j[kBatch];
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            row[i] = warp * 16 + 2 * (it0 + i) + (lane / 4) % 2;
+            j[i] = 16 * half + (lane / 8) * 4 + lane % 4;
+        }
+        widen_raw_chunks(sh.tile(buf), sh.scale_rows(buf, half), kRows, sh.rows + buf * kRows, row, j);
     }
 }
 
