@@ -2,9 +2,9 @@
 """Model check of the synchronisation protocol of src/cuda/prefill/bf16_heads_on_m.cuh
 (not its arithmetic). The agents are the producer warpgroup and the two compute
 warpgroups (each one agent: their threads move together between barriers); cp.async
-completions land at random later times. The producer runs in both of its modes: BF16
-rows published by the copies' own arrivals, raw rows widened and published by the
-producer one half behind its copies. Over many random
+completions land at random later times. The producer publishes every half by the copies'
+own arrivals; with raw rows (E4M3, fp8_ds_mla) the compute WG that scores a tile widens
+both its halves in place before anyone reads them. Over many random
 interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied by a
 phase other than the one it means (parity aliasing), that no buffer half is refilled
 while a reader still needs it, and that the epilogue stages O over the tiles only once
@@ -23,57 +23,46 @@ from protocol import MBar, interleave  # noqa: E402
 FILLS = [(0, 0), (1, 1), (0, 1), (1, 0)]  # (buffer, half) in the producer's fill order
 
 
-def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publish=False, early_stage=False):
+def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, skip_widen=False, unwaited_widen=False,
+        early_stage=False):
     rnd = random.Random(seed)
     pairs = (ntiles + 1) // 2
     slot = lambda b, h: 2 * b + h
-    # ready: the producer's arrival after widening, or (BF16 rows) its row-address arrival
-    # and its copies' landing.
-    ready = [MBar(1 if widen else 2) for _ in range(4)]
+    # ready: the producer's row-address arrival and its copies' landing.
+    ready = [MBar(2) for _ in range(4)]
     free = [MBar(1) for _ in range(4)]
-    state = {}    # slot -> (pair, 'loading' | 'loaded' | 'ready')
+    state = {}    # slot -> (pair, 'loading' | 'landed' (raw) | 'ready')
     readers = {}  # slot -> readers still to come for the pair in it
     named = {}    # (barrier, pair) -> arrivals of the two compute WGs
     landing = []
 
     def land(s):
-        if widen:
-            state[s] = (state[s][0], 'loaded')
-        else:
-            state[s] = (state[s][0], 'ready')
-            ready[s].arrive()
+        state[s] = (state[s][0], 'landed' if widen else 'ready')
+        ready[s].arrive()
 
     def read(s, who):
         assert state.get(s, (None, None))[1] == 'ready', f"{who} reads slot {s} before it is ready"
         assert who in readers[s], f"{who} reads slot {s}, refilled under it"
 
     def producer():
-        pending = []  # (slot, pair) copied, not yet widened and published
         for k in range(pairs):
             for f, (b, h) in enumerate(FILLS):
                 s = slot(b, h)
-                if late_publish and k > 0 and f == 1:
-                    yield from publish(*pending.pop(0))  # a half of the last pair, too late
                 if not skip_free_wait:
                     yield lambda s=s, k=k: free[s].passed((k & 1) ^ 1, k - 1 if k else None)
                 assert not readers.get(s), f"slot {s} refilled while {readers.get(s)} still need it"
                 state[s] = (k, 'loading')
                 readers[s] = {f"S{b}", f"PV{h}"}  # WG b scores buffer b; WG h owns dims half h
                 landing.append(s)
-                if widen:
-                    pending.append((s, k))
-                    if f > 0 and not (late_publish and f == 3):
-                        yield from publish(*pending.pop(0))
-                else:
-                    ready[s].arrive()  # the row addresses
+                ready[s].arrive()  # the row addresses
                 yield lambda: True
-            if widen and not late_publish:
-                yield from publish(*pending.pop(0))
 
-    def publish(s, k):
-        yield lambda: state[s] == (k, 'loaded')  # cp.async.wait_group + the producer's barrier
+    def widen_own(s, k, w):
+        # Consumer::score: the WG's widening of a half it waited for (its threads then
+        # meet at kWiden0 + w before the wgmmas, and the other WG reads the half only
+        # after this WG's P is ready).
+        assert state.get(s) == (k, 'landed'), f"WG {w} widens slot {s} in state {state.get(s)} (pair {k})"
         state[s] = (k, 'ready')
-        ready[s].arrive()
 
     def arrive(name, k):
         named[name, k] = named.get((name, k), 0) + 1
@@ -87,7 +76,10 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, late_publis
         for k in range(pairs):
             order = (0, 1) if w == 0 else (1, 0)  # the order the producer fills them in
             for h in order:
-                yield lambda h=h, k=k: ready[slot(own, h)].passed(k & 1, k)
+                if not unwaited_widen:
+                    yield lambda h=h, k=k: ready[slot(own, h)].passed(k & 1, k)
+                if widen and not skip_widen:
+                    widen_own(slot(own, h), k, w)
             for h in (0, 1):
                 read(slot(own, h), f"S{own}")
                 readers[slot(own, h)].discard(f"S{own}")
@@ -137,7 +129,7 @@ def main():
             for seed in range(300):
                 run(ntiles, seed, widen)
     breaks = [("skip_free_wait", False), ("early_free", False), ("skip_free_wait", True), ("early_free", True),
-              ("late_publish", True), ("early_stage", False), ("early_stage", True)]
+              ("skip_widen", True), ("unwaited_widen", True), ("early_stage", False), ("early_stage", True)]
     for broken, widen in breaks:
         try:
             for seed in range(300):
@@ -147,7 +139,7 @@ def main():
         print(f"FAIL: the model does not catch {broken} (widen={widen})")
         return 1
     print("v5 protocol model: no deadlock, no parity aliasing, no early refill, no O staged over a tile still "
-          "needed (both producer modes, 1-8 tiles, 300 schedules each); deliberate breaks caught")
+          "needed (BF16 and raw rows, 1-8 tiles, 300 schedules each); deliberate breaks caught")
     return 0
 
 

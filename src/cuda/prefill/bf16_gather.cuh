@@ -142,20 +142,26 @@ template <int kRows, int kThreads> struct Bf16Gather {
         }
     }
 
-    // Q rows h0 .. h0+kHT-1 of token t, in the operand layout (converted when needed).
+    // Q rows h0 .. h0+kHT-1 of token t, in the operand layout (FP8 queries widened to
+    // BF16: every thread's loads are issued before the first conversion, so their round
+    // trips overlap).
     template <int kHT> static __device__ void load_q(uint8_t *qs, const AttentionParams &p, int64_t t, int h0)
     {
         const int tid = threadIdx.x;
         if (p.q_is_fp8) {
+            constexpr int kChunks = kHT * 32 / kThreads; // 16 E4M3 values each
+            static_assert(kHT * 32 % kThreads == 0, "whole chunks per thread");
             const uint8_t *src = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
-            for (int c = tid; c < kHT * 64; c += kThreads) {
-                const uint2 v = *reinterpret_cast<const uint2 *>(src + (c / 64) * 512 + (c % 64) * 8);
-                uint4 o;
-                o.x = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), 1.f);
-                o.y = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), 1.f);
-                o.z = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), 1.f);
-                o.w = e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), 1.f);
-                *reinterpret_cast<uint4 *>(qs + tile_offset(kHT, c / 64, (c % 64) * 16)) = o;
+            uint4 v[kChunks];
+#pragma unroll
+            for (int k = 0; k < kChunks; k++) {
+                const int c = tid + k * kThreads;
+                v[k] = *reinterpret_cast<const uint4 *>(src + (c / 32) * 512 + (c % 32) * 16);
+            }
+#pragma unroll
+            for (int k = 0; k < kChunks; k++) {
+                const int c = tid + k * kThreads;
+                store_widened(qs, kHT, c / 32, c % 32, v[k], 1.f);
             }
         } else {
             const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;

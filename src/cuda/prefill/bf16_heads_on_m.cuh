@@ -3,9 +3,11 @@
 // three warpgroups (WGs) specialised by role:
 //
 //   WG 2, the producer: copies rows with cp.async into two tile buffers (each in two
-//     halves of 256 dims), every thread its fixed chunks of fixed rows; with E4M3 or
-//     fp8_ds_mla rows it then widens the landed data to BF16 in place and publishes it.
+//     halves of 256 dims), every thread its fixed chunks of fixed rows, and publishes
+//     each half as its copies land. E4M3 and fp8_ds_mla data lands raw.
 //   WG 0 takes the even tiles (buffer 0), WG 1 the odd ones (buffer 1), two at a time:
+//     with raw rows it first widens its own tile to BF16 in place (a half at a time, the
+//     second half's widening under the first half's wgmmas);
 //     S = Q . K^T for its own tile (m64n64k16, K = 512); then O_half += P . V_half over
 //     BOTH tiles of the pair, WG 0 owning output dims 0-255, WG 1 dims 256-511 (m64n256k16,
 //     V read transposed): its own P from registers, the other WG's P from shared memory.
@@ -33,7 +35,7 @@ namespace smla {
 namespace bf16m {
 
 using namespace heads_on_m;
-constexpr int kConsumerRegs = 216, kProducerRegs = 72;
+constexpr int kConsumerRegs = 224, kProducerRegs = 56;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
 struct Layout {
@@ -136,10 +138,10 @@ __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh
         copy_bf16_row_half(p, sh.tile(buf), g + 16 * jr, sh.rows[buf * kRows + g + 16 * jr], half, i);
 }
 
-// The landed raw data of one half widened to BF16 in place by the 128 producer threads.
+// The landed raw data of one half widened to BF16 in place by the 128 threads of a WG.
 // Two rows per warp instruction (four lanes each on 4 consecutive raw chunks of row r and
 // of row r + 1), so the 16-byte accesses fall on 8 distinct bank groups per phase. Two
-// chunks' loads in flight at a time: with four, the producer's 72 registers spill.
+// chunks' shared-memory loads in flight at a time: with four, the consumers spill.
 __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 {
     constexpr int kBatch = 2;
@@ -158,29 +160,16 @@ __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 
 // The producer WG. Per pair of tiles it fills the four halves in the consumers' order;
 // the row addresses of a tile go to shared memory when its first half is filled, from
-// slot ids loaded a pair ahead. BF16 rows are published as they land (the cp.async
-// arrivals count on `ready`); raw rows are widened and published one half behind the
-// copies (the next half's copies in flight meanwhile). Every half of a pair is published
-// before the producer waits for a buffer of the next pair: those buffers are released
-// only once the consumers had all four halves. The four halves are unrolled, so each
-// copy's buffer and half are constants.
-template <bool kWiden>
+// slot ids loaded a pair ahead. Each half is published as it lands (the cp.async
+// arrivals count on `ready`, with the row-address arrivals), so the producer never waits
+// for its copies: only for the consumers to free a half. Raw rows (kRaw) land raw, for
+// the consumers to widen. The four halves are unrolled, so each copy's buffer and half
+// are constants.
+template <bool kRaw>
 __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
     const int pairs = (w.ntiles + 1) / 2;
     EntrySlot next[2];
-    // Half f of the pair, once every thread's copies of it landed (all but the latest
-    // group, or all when `last`): widened, then published.
-    auto publish = [&](int f, bool last) {
-        if (last)
-            cp_async_wait<0>();
-        else
-            cp_async_wait<1>();
-        named_barrier(kProducer, 128);
-        widen_half(sh, fill_buf(f), fill_half(f), tid);
-        fence_proxy_async();
-        mbar_arrive(&sh.ready[fill_buf(f) * 2 + fill_half(f)]);
-    };
     pair_slots(p, w, t, 0, tid, next);
     if (tid == 0)
         timeline::mark(timeline::kProducerSlots);
@@ -204,22 +193,13 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
                 }
                 named_barrier(kProducer, 128);
             }
-            if (kWiden) {
+            if (kRaw)
                 copy_half(p, sh, buf, half, tid);
-                cp_async_commit();
-                if (f > 0)
-                    publish(f - 1, false);
-                if (tid == 0 && k == 0 && f == 1)
-                    timeline::mark(timeline::kFirstTransposed); // the first half widened
-
-            } else {
+            else
                 copy_bf16_half(p, sh, buf, half, tid);
-                mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
-                mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
-            }
+            mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
+            mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
         }
-        if (kWiden)
-            publish(3, true);
         if (tid == 0 && k == 0)
             timeline::mark(timeline::kProducerFilled);
     }
@@ -248,8 +228,11 @@ struct Consumer {
     const AttentionParams &p;
     const Shared &sh;
     int wg, tid, warp, lane, r0; // r0: this thread's first accumulator row (head); r0 + 8 the other
+    bool raw;                    // rows may land raw: this WG widens its own tile
 
-    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims; waits for both halves.
+    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims; waits for both halves
+    // (and widens them first when rows land raw: the other WG reads one half of this
+    // tile for its P . V only after this WG's P is ready, so after the widening).
     __device__ void score(float (&s)[32], int buf, int k) const
     {
         const int first_half = wg == 0 ? 0 : 1; // the order the producer fills them in
@@ -257,6 +240,13 @@ struct Consumer {
         for (int n = 0; n < 2; n++) {
             const int half = n == 0 ? first_half : 1 - first_half;
             mbar_wait(&sh.ready[buf * 2 + half], k & 1);
+            if (raw) {
+                widen_half(sh, buf, half, tid % 128);
+                fence_proxy_async();
+                named_barrier(kWiden0 + wg, 128);
+                if (tid == 0 && k == 0 && n == 0)
+                    timeline::mark(timeline::kFirstTransposed); // the first half widened
+            }
             fence_proxy_async();
             wgmma_fence();
 #pragma unroll
@@ -394,11 +384,10 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         return;
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
-        const bool widen = Bf16Gather<kRows, 256>::has_raw_rows(p);
-        // ready: with raw rows, the producer's 128 arrivals after widening; else its 128
-        // copy completions and 128 row-address arrivals. free: a consumer WG's 128.
+        // ready: the producer's 128 copy completions and 128 row-address arrivals; free: a
+        // consumer WG's 128.
         for (int i = 0; i < 4; i++) {
-            mbar_init(&sh.ready[i], widen ? 128 : 256);
+            mbar_init(&sh.ready[i], 256);
             mbar_init(&sh.free_[i], 128);
         }
         mbar_init_fence();
@@ -421,7 +410,7 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
     if (tid == 0)
         timeline::mark(timeline::kQLanded);
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
-    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4};
+    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, Bf16Gather<kRows, 256>::has_raw_rows(p)};
     c.run(w, t, h0, split);
 }
 

@@ -32,8 +32,8 @@ constexpr bool registers_fit(int consumer, int producer)
 // Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.
 // kMax0Ready / kMax1Ready: bf16m's two-step max hand-off (WG 0 proposes, WG 1 settles);
 // fp8m's exchange_max uses kMax0Ready alone, synced by both WGs. kP0Ready + w: WG w's P
-// of the pair is in shared memory.
-enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer };
+// of the pair is in shared memory. kWiden0 + w: bf16m's WG w widened a half of its tile.
+enum Barrier { kMax0Ready = 1, kMax1Ready, kP0Ready, kP1Ready, kConsumers, kProducer, kWiden0, kWiden1 };
 
 // Scores in log2 units, invalid entries -inf; the max of rows r0, r0 + 8 over the tile.
 // valid: bit e set when entry e of the tile holds a row.
