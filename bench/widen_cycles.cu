@@ -1,0 +1,144 @@
+// bench_widen: what bf16m's widening of raw rows costs, in SM cycles, with the kernel's
+// own code (copy_half, widen_half): one half of a tile (64 fp8_ds_mla rows x 256 dims)
+// gathered by a warpgroup (L: copies issued to landed), then widened to BF16 in place by
+// 1, 2 or 3 warpgroups at once, each its own half (W). PERF.md (session 9) uses it to
+// place the widening: ~2000 cycles a half on one warpgroup, whatever the code's order.
+// Usage: bench_widen [--reps N]  (default 200; medians over the CTAs of N repetitions)
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "../src/cuda/prefill/bf16_heads_on_m.cuh"
+
+namespace {
+
+using namespace smla;
+
+#define CHECK(x)                                                                                         \
+    do {                                                                                                 \
+        cudaError_t err_ = (x);                                                                          \
+        if (err_ != cudaSuccess) {                                                                       \
+            fprintf(stderr, "bench_widen: %s: %s\n", #x, cudaGetErrorString(err_));                      \
+            exit(1);                                                                                     \
+        }                                                                                                \
+    } while (0)
+
+constexpr int kThreads = heads_on_m::kThreads; // 3 warpgroups, as bf16m
+
+// Per repetition: WG 2 writes both buffers' row addresses (slots taken at random from
+// `slots`), copies the halves the widening WGs take and waits for them; then WGs
+// 0 .. wgs-1 widen halves fill order 0 .. wgs-1 at once. out[cta] = {L, W} summed.
+__global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constant__ AttentionParams p,
+                                                            const int32_t *slots, int nslots, int reps, int wgs,
+                                                            unsigned long long *out)
+{
+    extern __shared__ uint8_t smem_raw[];
+    const bf16m::Shared sh(align_smem_1024(smem_raw));
+    const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+    unsigned long long gather = 0, widen = 0;
+    for (int r = 0; r < reps; r++) {
+        long long t0 = 0;
+        if (wg == 2) {
+            if (t < 2 * heads_on_m::kRows) {
+                const int buf = t / heads_on_m::kRows, row = t % heads_on_m::kRows;
+                const int32_t slot = slots[(blockIdx.x * 7919 + r * 131 + t) % nslots];
+                uint64_t scale_row = 0;
+                sh.rows[buf * heads_on_m::kRows + row] = slot_row(p, EntrySlot{slot, true}, &scale_row);
+                sh.scale_rows_addr[buf * heads_on_m::kRows + row] = scale_row;
+            }
+            named_barrier(heads_on_m::kProducer, 128);
+            t0 = clock64();
+            for (int f = 0; f < wgs; f++)
+                bf16m::copy_half(p, sh, bf16m::fill_buf(f), bf16m::fill_half(f), t);
+            cp_async_commit();
+            cp_async_wait<0>();
+            named_barrier(heads_on_m::kProducer, 128);
+            gather += clock64() - t0;
+        }
+        __syncthreads();
+        const long long t1 = clock64();
+        if (wg < wgs)
+            bf16m::widen_half(sh, bf16m::fill_buf(wg), bf16m::fill_half(wg), t);
+        __syncthreads();
+        widen += clock64() - t1;
+    }
+    if (tid == 2 * 128) {
+        out[2 * blockIdx.x] = gather;
+        out[2 * blockIdx.x + 1] = widen;
+    }
+}
+
+unsigned long long median(std::vector<unsigned long long> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    int reps = 200;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: bench_widen [--reps N]\n");
+            return 2;
+        }
+    }
+    int sms = 0;
+    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    // An fp8_ds_mla pool of 4096 blocks of 64 slots (~153 MB, past L2): E4M3 bytes that
+    // are never NaN, UE8M0 scales 2^-27 .. 2^2.
+    const int block = 64, blocks = 4096;
+    const int64_t block_stride = int64_t(block) * (SMLA_DS_MLA_DATA_BYTES + SMLA_DS_MLA_SCALE_BYTES);
+    std::vector<uint8_t> host(size_t(blocks) * block_stride);
+    std::mt19937 rng(1);
+    for (int64_t b = 0; b < blocks; b++)
+        for (int64_t i = 0; i < block_stride; i++) {
+            const bool scale = i >= int64_t(block) * SMLA_DS_MLA_DATA_BYTES;
+            host[b * block_stride + i] = scale ? uint8_t(100 + rng() % 30) : uint8_t(rng() % 0x7F);
+        }
+    uint8_t *pool;
+    CHECK(cudaMalloc(&pool, host.size()));
+    CHECK(cudaMemcpy(pool, host.data(), host.size(), cudaMemcpyHostToDevice));
+    const int nslots = 1 << 16;
+    std::vector<int32_t> hslots(nslots);
+    for (auto &s : hslots)
+        s = int32_t(rng() % (uint32_t(blocks) * block));
+    int32_t *slots;
+    CHECK(cudaMalloc(&slots, nslots * sizeof(int32_t)));
+    CHECK(cudaMemcpy(slots, hslots.data(), nslots * sizeof(int32_t), cudaMemcpyHostToDevice));
+    unsigned long long *out;
+    CHECK(cudaMalloc(&out, 2 * sizeof(unsigned long long) * sms));
+
+    AttentionParams p;
+    memset(&p, 0, sizeof p);
+    p.swa = PoolParams{pool, int64_t(blocks) * block, block_stride, block, SMLA_KV_FP8_DS_MLA};
+    const int smem = bf16m::Layout::kBytes;
+    CHECK(cudaFuncSetAttribute(widen_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    printf("bench_widen: one half = 64 fp8_ds_mla rows x 256 dims; cycles per repetition, median over CTAs\n");
+    printf("%6s %15s %18s %18s\n", "CTAs", "widening WGs", "gather L (1 WG)", "widen W (all WGs)");
+    for (int ctas : {1, sms})
+        for (int wgs = 1; wgs <= 3; wgs++) {
+            widen_kernel<<<ctas, kThreads, smem>>>(p, slots, nslots, reps, wgs, out);
+            CHECK(cudaGetLastError());
+            CHECK(cudaDeviceSynchronize());
+            std::vector<unsigned long long> h(2 * ctas);
+            CHECK(cudaMemcpy(h.data(), out, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
+            std::vector<unsigned long long> l, w;
+            for (int c = 0; c < ctas; c++) {
+                l.push_back(h[2 * c] / reps);
+                w.push_back(h[2 * c + 1] / reps);
+            }
+            printf("%6d %15d %18llu %18llu\n", ctas, wgs, median(l), median(w));
+        }
+    return 0;
+}
