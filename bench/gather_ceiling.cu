@@ -23,19 +23,11 @@
 #include <cuda_runtime.h>
 
 #include "../src/cuda/common/sm90.cuh"
+#include "cuda_check.h"
 
 namespace {
 
 using namespace smla;
-
-#define CHECK(x)                                                                                         \
-    do {                                                                                                 \
-        cudaError_t err_ = (x);                                                                          \
-        if (err_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "bench_gather: %s: %s\n", #x, cudaGetErrorString(err_));                     \
-            exit(1);                                                                                     \
-        }                                                                                                \
-    } while (0)
 
 // Every warp takes rows w, w + warps, ...; lane c loads 16-byte chunks c, c + 32, ...
 __global__ void gather_ldg(const uint8_t *pool, const int32_t *rows, int64_t n, int row_bytes, uint32_t *sink)
@@ -132,7 +124,7 @@ RingKernel ring_kernel(bool bulk, int stages, int smem)
     case 8: k = bulk ? gather_ring<true, 8> : gather_ring<false, 8>; break;
     default: fprintf(stderr, "bench_gather: no ring of %d stages\n", stages); exit(1);
     }
-    CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return k;
 }
 
@@ -155,7 +147,7 @@ int main(int argc, char **argv)
         return 2;
     }
     cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("bench_gather: %s, %d SMs, L2 %d MB; random rows, median of %d runs\n", prop.name,
            prop.multiProcessorCount, prop.l2CacheSize >> 20, iters);
     printf("%-10s %-6s %-18s %10s %8s\n", "pool", "row B", "method", "time_us", "TB/s");
@@ -164,27 +156,27 @@ int main(int argc, char **argv)
     std::vector<int32_t> host_rows(n);
     uint32_t *sink;
     int32_t *rows;
-    CHECK(cudaMalloc(&sink, 4));
-    CHECK(cudaMalloc(&rows, n * sizeof(int32_t)));
+    CUDA_CHECK(cudaMalloc(&sink, 4));
+    CUDA_CHECK(cudaMalloc(&rows, n * sizeof(int32_t)));
     const Case cases[] = {{"ldg", 0, 0},        {"cpasync", 64, 64},  {"cpasync", 128, 64}, {"cpasync", 128, 128},
                           {"cpasync", 256, 64}, {"cpasync", 256, 128}, {"bulk", 32, 64},     {"bulk", 32, 128}};
     const int64_t pool_mb[] = {8, 512};
     const int row_sizes[] = {512, 1024};
     cudaEvent_t start, stop;
-    CHECK(cudaEventCreate(&start));
-    CHECK(cudaEventCreate(&stop));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
     uint64_t seed = 0x9E3779B97F4A7C15ull;
     for (int64_t mb : pool_mb) {
         uint8_t *pool;
-        CHECK(cudaMalloc(&pool, mb << 20));
-        CHECK(cudaMemset(pool, 1, mb << 20));
+        CUDA_CHECK(cudaMalloc(&pool, mb << 20));
+        CUDA_CHECK(cudaMemset(pool, 1, mb << 20));
         for (int row_bytes : row_sizes) {
             const int64_t pool_rows = (mb << 20) / row_bytes;
             for (int64_t i = 0; i < n; i++) {
                 seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
                 host_rows[i] = static_cast<int32_t>(seed % pool_rows);
             }
-            CHECK(cudaMemcpy(rows, host_rows.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice));
+            CUDA_CHECK(cudaMemcpy(rows, host_rows.data(), n * sizeof(int32_t), cudaMemcpyHostToDevice));
             for (const Case &c : cases) {
                 const bool ldg = !strcmp(c.method, "ldg");
                 const int stages = (c.kb << 10) / (kBatchRows * row_bytes), smem = kRingOff + (c.kb << 10);
@@ -192,16 +184,16 @@ int main(int argc, char **argv)
                 const RingKernel ring = ldg ? nullptr : ring_kernel(!strcmp(c.method, "bulk"), stages, smem);
                 std::vector<float> times;
                 for (int it = 0; it < iters + 2; it++) {
-                    CHECK(cudaEventRecord(start));
+                    CUDA_CHECK(cudaEventRecord(start));
                     if (ldg)
                         gather_ldg<<<prop.multiProcessorCount * 8, 256>>>(pool, rows, n, row_bytes, sink);
                     else
                         ring<<<prop.multiProcessorCount, c.threads, smem>>>(pool, rows, n, row_bytes, chunk_shift);
-                    CHECK(cudaEventRecord(stop));
-                    CHECK(cudaEventSynchronize(stop));
-                    CHECK(cudaGetLastError());
+                    CUDA_CHECK(cudaEventRecord(stop));
+                    CUDA_CHECK(cudaEventSynchronize(stop));
+                    CUDA_CHECK(cudaGetLastError());
                     float ms;
-                    CHECK(cudaEventElapsedTime(&ms, start, stop));
+                    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
                     if (it >= 2)
                         times.push_back(ms);
                 }
@@ -216,7 +208,7 @@ int main(int argc, char **argv)
                        ms * 1e3, double(n) * row_bytes / (ms * 1e-3) / 1e12);
             }
         }
-        CHECK(cudaFree(pool));
+        CUDA_CHECK(cudaFree(pool));
     }
     return 0;
 }

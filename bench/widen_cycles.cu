@@ -15,19 +15,11 @@
 #include <cuda_runtime.h>
 
 #include "../src/cuda/prefill/bf16_heads_on_m.cuh"
+#include "cuda_check.h"
 
 namespace {
 
 using namespace smla;
-
-#define CHECK(x)                                                                                         \
-    do {                                                                                                 \
-        cudaError_t err_ = (x);                                                                          \
-        if (err_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "bench_widen: %s: %s\n", #x, cudaGetErrorString(err_));                      \
-            exit(1);                                                                                     \
-        }                                                                                                \
-    } while (0)
 
 constexpr int kThreads = heads_on_m::kThreads; // 3 warpgroups, as bf16m
 
@@ -94,7 +86,7 @@ int main(int argc, char **argv)
         }
     }
     int sms = 0;
-    CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     // An fp8_ds_mla pool of 4096 blocks of 64 slots (~153 MB, past L2): E4M3 bytes that
     // are never NaN, UE8M0 scales 2^-27 .. 2^2.
     const int block = 64, blocks = 4096;
@@ -107,32 +99,32 @@ int main(int argc, char **argv)
             host[b * block_stride + i] = scale ? uint8_t(100 + rng() % 30) : uint8_t(rng() % 0x7F);
         }
     uint8_t *pool;
-    CHECK(cudaMalloc(&pool, host.size()));
-    CHECK(cudaMemcpy(pool, host.data(), host.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc(&pool, host.size()));
+    CUDA_CHECK(cudaMemcpy(pool, host.data(), host.size(), cudaMemcpyHostToDevice));
     const int nslots = 1 << 16;
     std::vector<int32_t> hslots(nslots);
     for (auto &s : hslots)
         s = int32_t(rng() % (uint32_t(blocks) * block));
     int32_t *slots;
-    CHECK(cudaMalloc(&slots, nslots * sizeof(int32_t)));
-    CHECK(cudaMemcpy(slots, hslots.data(), nslots * sizeof(int32_t), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc(&slots, nslots * sizeof(int32_t)));
+    CUDA_CHECK(cudaMemcpy(slots, hslots.data(), nslots * sizeof(int32_t), cudaMemcpyHostToDevice));
     unsigned long long *out;
-    CHECK(cudaMalloc(&out, 2 * sizeof(unsigned long long) * sms));
+    CUDA_CHECK(cudaMalloc(&out, 2 * sizeof(unsigned long long) * sms));
 
     AttentionParams p;
     memset(&p, 0, sizeof p);
     p.swa = PoolParams{pool, int64_t(blocks) * block, block_stride, block, SMLA_KV_FP8_DS_MLA};
     const int smem = bf16m::Layout::kBytes;
-    CHECK(cudaFuncSetAttribute(widen_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    CUDA_CHECK(cudaFuncSetAttribute(widen_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     printf("bench_widen: one half = 64 fp8_ds_mla rows x 256 dims; cycles per repetition, median over CTAs\n");
     printf("%6s %15s %18s %18s\n", "CTAs", "widening WGs", "gather L (1 WG)", "widen W (all WGs)");
     for (int ctas : {1, sms})
         for (int wgs = 1; wgs <= 3; wgs++) {
             widen_kernel<<<ctas, kThreads, smem>>>(p, slots, nslots, reps, wgs, out);
-            CHECK(cudaGetLastError());
-            CHECK(cudaDeviceSynchronize());
+            CUDA_CHECK(cudaGetLastError());
+            CUDA_CHECK(cudaDeviceSynchronize());
             std::vector<unsigned long long> h(2 * ctas);
-            CHECK(cudaMemcpy(h.data(), out, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
+            CUDA_CHECK(cudaMemcpy(h.data(), out, h.size() * sizeof(h[0]), cudaMemcpyDeviceToHost));
             std::vector<unsigned long long> l, w;
             for (int c = 0; c < ctas; c++) {
                 l.push_back(h[2 * c] / reps);

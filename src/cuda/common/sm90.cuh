@@ -166,11 +166,18 @@ __device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, uint
 // Programmatic dependent launch: a kernel launched after this one with programmatic
 // stream serialisation (smla launches all its kernels so) may start once every CTA of
 // this grid has run allow_dependent_launch; dependent_grid_wait still waits for the grid
-// before to finish and its writes to be visible. smla's attention kernels allow it after
-// their own wait, so the next kernel may read, before its wait, anything the attention
-// kernel waited for (the combine looks its tokens up that early).
+// before to finish and its writes to be visible.
 __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
 __device__ __forceinline__ void dependent_grid_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+// The attention kernels' first step: wait for the kernel before (it may have written q,
+// the plan, the indices), and only then let the next one (the combine, or the next call)
+// start, so that it may read before its own wait anything this grid waited for (the
+// combine looks its tokens up that early).
+__device__ __forceinline__ void grid_wait_then_allow_next()
+{
+    dependent_grid_wait();
+    allow_dependent_launch();
+}
 
 // Named barrier halves: arrive without waiting / wait for `threads` arrivals.
 __device__ __forceinline__ void named_arrive(int id, int threads)

@@ -255,9 +255,7 @@ static_assert(Bf16Config<32>::kSmemBytes <= 227 * 1024, "shared memory per CTA")
 template <int kHT>
 __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
-    dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
-    allow_dependent_launch(); // the next kernel (the combine, or the next call): after the wait,
-                              // so that it may read what this grid waited for (combine.cuh)
+    grid_wait_then_allow_next();
     extern __shared__ uint8_t smem[];
     const int groups = p.num_heads / kHT;
     const int64_t token_group = blockIdx.x / p.splits;

@@ -391,9 +391,7 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(con
 {
     using L = Layout<kHT, kShared>;
     static_assert(!kShared || wgs_per_cta<kHT>() == 2, "a shared CTA is two WGs of one token");
-    dependent_grid_wait();    // the kernel before: it may have written q, the plan, the indices
-    allow_dependent_launch(); // the next kernel (the combine, or the next call): after the wait,
-                              // so that it may read what this grid waited for (combine.cuh)
+    grid_wait_then_allow_next();
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
     const int wg = warp_uniform(threadIdx.x / kWGThreads), tid = threadIdx.x % kWGThreads;

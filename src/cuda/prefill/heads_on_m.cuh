@@ -179,15 +179,13 @@ __device__ __forceinline__ void pair_slots(const AttentionParams &p, const WorkI
     }
 }
 
-// Both kernels' first steps: wait for the kernel before, which may have written q, the
-// plan and the indices; then the next kernel in the stream (the combine, or the next call)
-// may start, and read before its own wait what this grid waited for (combine.cuh).
+// Both kernels' first steps: the grid wait and the next launch's permission, between the
+// timeline's first two marks.
 __device__ __forceinline__ void begin_kernel()
 {
     if (threadIdx.x == 0)
         timeline::start();
-    dependent_grid_wait();
-    allow_dependent_launch();
+    grid_wait_then_allow_next();
     if (threadIdx.x == 0)
         timeline::mark(timeline::kGridWaited);
 }
@@ -197,7 +195,7 @@ struct CtaWork {
     int64_t t;
     int h0, split;
 };
-__device__ __forceinline__ int64_t num_items(const AttentionParams &p)
+__host__ __device__ __forceinline__ int64_t num_items(const AttentionParams &p)
 {
     return p.num_tokens * (p.num_heads / kHeads) * p.splits;
 }

@@ -93,17 +93,12 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
                                bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
-int64_t heads_on_m_items(const AttentionParams &p)
-{
-    return p.num_tokens * (p.num_heads / heads_on_m::kHeads) * p.splits;
-}
-
 // fp8m walks the items with a CTA per SM when there are more than two per SM and no
 // token is split (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for
 // a CTA's first one or two items).
 bool fp8m_walks(const AttentionParams &p, int sm_count)
 {
-    return p.splits == 1 && heads_on_m_items(p) > 2 * int64_t(sm_count);
+    return p.splits == 1 && heads_on_m::num_items(p) > 2 * int64_t(sm_count);
 }
 
 // A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
@@ -125,11 +120,11 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, int sm_count, cudaSt
     case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
     default:
         if (!fp8_path)
-            err = launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, heads_on_m_items(p), p, stream);
+            err = launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
         else if (fp8m_walks(p, sm_count))
             err = launch_heads_on_m(fp8m::kernel<true>, fp8m::Layout::kBytes, sm_count, p, stream);
         else
-            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::Layout::kBytes, heads_on_m_items(p), p, stream);
+            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
         break;
     }
     if (err != cudaSuccess || p.splits == 1)
