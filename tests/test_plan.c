@@ -61,10 +61,15 @@ static int check_decodes(const test_batch *b, const smla_plan_view *v)
         CHECK(v->decode_query_starts[r] == b->query_start_loc[r]);
     for (int32_t r = 0; r < d; r++) {
         CHECK(v->decode_seq_lens[r] == b->seq_lens[r]);
-        for (int32_t k = v->decode_query_starts[r]; k < v->decode_query_starts[r + 1]; k++)
+        for (int32_t k = v->decode_query_starts[r]; k < v->decode_query_starts[r + 1]; k++) {
             CHECK(v->decode_seq_lens[r] - query_len(b, r) +
                   (k - v->decode_query_starts[r]) == true_position(b, r, k));
+            CHECK(v->decode_token_positions[k] == true_position(b, r, k));
+        }
     }
+    /* Every other token up to the capacity, whatever an earlier build of the plan had. */
+    for (int32_t t = v->num_decode_tokens; t < v->max_tokens; t++)
+        CHECK(v->decode_token_positions[t] == SMLA_PLAN_NOT_DECODE);
     return failures == smla_test_failures;
 }
 

@@ -8,7 +8,7 @@ NumPy arrays (host, CPU reference) and PyTorch tensors (CPU or CUDA) are accepte
 passes BF16 as uint16 bits and FP8 E4M3 as uint8 bits (smla.quantize / smla.dequantize
 convert). Errors are smla.SmlaError subclasses naming the argument.
 """
-from ._abi import DEFAULT_WINDOW, HEAD_DIM
+from ._abi import DEFAULT_WINDOW, HEAD_DIM, PLAN_NOT_DECODE
 from ._library import has_cuda, library_path
 from .attention import sparse_mla
 from .errors import (AlignmentError, BackendError, BatchOrderError, CapacityError, CudaError,
@@ -22,7 +22,7 @@ from .plan import Plan
 __version__ = "0.1.0"
 
 __all__ = [
-    "DEFAULT_WINDOW", "HEAD_DIM", "has_cuda", "library_path", "sparse_mla",
+    "DEFAULT_WINDOW", "HEAD_DIM", "PLAN_NOT_DECODE", "has_cuda", "library_path", "sparse_mla",
     "trtllm_batch_decode_sparse_mla_dsv4", "Plan", "kv_pack", "kv_unpack", "quantize",
     "dequantize", "SmlaError", "AlignmentError", "BackendError", "BatchOrderError",
     "CapacityError", "CudaError", "DeviceError", "DtypeError", "HeadsError",

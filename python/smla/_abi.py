@@ -8,6 +8,7 @@ HEAD_DIM = 512
 DEFAULT_WINDOW = 128
 MAX_DIMS = 4
 SEGMENT_CAP_DEFAULT = -1
+PLAN_NOT_DECODE = -2**31
 
 # smla_status
 OK = 0
@@ -66,7 +67,8 @@ class PlanView(ctypes.Structure):
                 ("counts", ctypes.c_void_p),
                 ("host_decode_query_starts", ctypes.c_void_p),
                 ("host_segment_query_starts", ctypes.c_void_p),
-                ("host_segment_requests", ctypes.c_void_p)]
+                ("host_segment_requests", ctypes.c_void_p),
+                ("decode_token_positions", ctypes.c_void_p), ("max_tokens", ctypes.c_int32)]
 
 
 class AttentionArgs(ctypes.Structure):

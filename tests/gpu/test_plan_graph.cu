@@ -5,7 +5,8 @@
 //     moves the positions (and the reader-only graph does not);
 //  3. the pinned staging is not overwritten while a previous build's copy is pending;
 //  4. random batches: the device plan's arrays equal the host plan's;
-//  5. a host seq_lens pointer is refused; an empty batch is fine.
+//  5. a host seq_lens pointer is refused; an empty batch is fine; decode positions before
+//     0 (a seq_len shorter than its query) read as -1.
 #include <cuda_runtime.h>
 #include <string.h>
 
@@ -30,13 +31,18 @@ __device__ int find_sequence(const int32_t *starts, int n, int32_t t)
     return lo;
 }
 
-// Every token's absolute position from the plan: decodes, then the prefill segments.
+// Every token's absolute position from the plan: decodes from decode_token_positions (as
+// the attention kernels read them), then the prefill segments.
 __global__ void positions_kernel(smla_plan_view v, int32_t *positions)
 {
     int32_t total = v.num_decode_tokens + v.num_prefill_tokens;
     for (int32_t t = blockIdx.x * blockDim.x + threadIdx.x; t < total;
          t += gridDim.x * blockDim.x) {
         int decode = t < v.num_decode_tokens;
+        if (decode) {
+            positions[t] = v.decode_token_positions[t];
+            continue;
+        }
         const int32_t *starts = decode ? v.decode_query_starts : v.segment_query_starts;
         const int32_t *seq_lens = decode ? v.decode_seq_lens : v.segment_seq_lens;
         int32_t u = decode ? t : t - v.num_decode_tokens;
@@ -112,6 +118,7 @@ static int same_addresses(const smla_plan_view *a, const smla_plan_view *b)
            a->segment_query_starts == b->segment_query_starts &&
            a->segment_seq_lens == b->segment_seq_lens &&
            a->segment_requests == b->segment_requests &&
+           a->decode_token_positions == b->decode_token_positions &&
            a->host_decode_query_starts == b->host_decode_query_starts &&
            a->host_segment_query_starts == b->host_segment_query_starts &&
            a->host_segment_requests == b->host_segment_requests;
@@ -281,6 +288,8 @@ static void test_random_against_host(cudaStream_t s, uint64_t seed)
                              hv.num_segments, scratch);
         compare_device_array("segment_requests", dv.segment_requests, hv.segment_requests,
                              hv.num_segments, scratch);
+        compare_device_array("decode_token_positions", dv.decode_token_positions,
+                             hv.decode_token_positions, TOKENS, scratch);
         if (smla_test_failures)
             fprintf(stderr, "random batch %d: R=%d cap=%d dtype=%d\n", it, r,
                     batch.segment_cap, (int)batch.query_dtype);
@@ -308,6 +317,22 @@ static void test_device_batch_checks(cudaStream_t s)
     CUDA_CHECK(cudaMemcpy(&starts[0], v.decode_query_starts, 4, cudaMemcpyDeviceToHost));
     CUDA_CHECK(cudaMemcpy(&starts[1], v.segment_query_starts, 4, cudaMemcpyDeviceToHost));
     CHECK(v.num_segments == 0 && v.num_decodes == 0 && starts[0] == 0 && starts[1] == 0);
+    // A seq_len shorter than its decode's query: the positions before 0 read as -1.
+    int32_t *d_seq_lens, short_lens[2] = {1, 2}, positions[64];
+    CUDA_CHECK(cudaMalloc(&d_seq_lens, sizeof short_lens));
+    CUDA_CHECK(cudaMemcpy(d_seq_lens, short_lens, sizeof short_lens, cudaMemcpyHostToDevice));
+    int32_t qsl_short[3] = {0, 3, 7};
+    batch = smla_batch{2, qsl_short, d_seq_lens, 4, SMLA_DTYPE_FP8_E4M3, -1};
+    CHECK_STATUS(smla_plan_build(plan, &batch, s), SMLA_OK);
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    CUDA_CHECK(cudaMemcpy(positions, v.decode_token_positions, sizeof positions, cudaMemcpyDeviceToHost));
+    static const int32_t want[8] = {-1, -1, 0, -1, -1, 0, 1, SMLA_PLAN_NOT_DECODE};
+    CHECK(memcmp(positions, want, sizeof want) == 0);
+    int rest = 1;
+    for (int t = 8; t < 64; t++)
+        rest &= positions[t] == SMLA_PLAN_NOT_DECODE;
+    CHECK(rest);
+    CUDA_CHECK(cudaFree(d_seq_lens));
     smla_plan_destroy(plan);
 }
 

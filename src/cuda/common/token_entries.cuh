@@ -51,20 +51,60 @@ __device__ inline bool position_in(const int32_t *cu, const int32_t *seq_lens, i
     return true;
 }
 
+// *address, or `fallback` when address is null: a predicated load, never a branch. A
+// token's first loads are made so that all of them issue before the first wait: behind
+// branches, ptxas waits for each loaded value in the load's own block (moving it to a
+// uniform register there), one round trip after another.
+__device__ __forceinline__ int32_t load_or(const int32_t *address, int32_t fallback)
+{
+    int32_t v = fallback;
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u64 p, %1, 0;\n\t@p ld.global.b32 %0, [%1];\n\t}"
+                 : "+r"(v)
+                 : "l"(address)
+                 : "memory");
+    return v;
+}
+
+// What a token's lookup loads first, all at once (load_or): its lens and, with a plan,
+// its decode position. A decode token needs nothing else: one round trip. (The plan's
+// counts, which only a prefill token needs, are loaded after: loaded here, ptxas waits
+// for them before the first branch.)
+struct TokenLoads {
+    int32_t swa_len, ext_len; // the index widths when there are no lens
+    int32_t decode_pos;       // SMLA_PLAN_NOT_DECODE: not a plan's decode token
+};
+
+__device__ __forceinline__ const int32_t *lens_address(const IndexParams &ix, int64_t t)
+{
+    return ix.width > 0 && ix.lens ? ix.lens + t * ix.lens_stride : nullptr;
+}
+
+__device__ __forceinline__ TokenLoads token_loads(const AttentionParams &p, int64_t t)
+{
+    const PlanPositions &pl = p.plan;
+    TokenLoads l;
+    l.swa_len = load_or(lens_address(p.swa_idx, t), p.swa_idx.width);
+    l.ext_len = load_or(lens_address(p.extra_idx, t), p.extra_idx.width);
+    l.decode_pos = load_or(p.has_plan && t < pl.max_tokens ? pl.decode_positions + t : nullptr, SMLA_PLAN_NOT_DECODE);
+    return l;
+}
+
 // Finds token t's sequence. Returns false when t is padding (not covered by any
 // sequence); otherwise sets *has_pos and *pos (absolute position, may be negative when a
 // sequence's seq_len is shorter than its query length: such a token has no SWA column).
-__device__ inline bool token_position(const AttentionParams &p, int64_t t, bool *has_pos,
+__device__ inline bool token_position(const AttentionParams &p, int64_t t, const TokenLoads &l, bool *has_pos,
                                       int64_t *pos)
 {
     *has_pos = p.has_plan || p.num_parts > 0;
     *pos = 0;
-    if (p.has_plan) { // decodes first, then the prefill segments
+    if (p.has_plan) { // a decode token's position is loaded; a prefill token's segment
         const PlanPositions &pl = p.plan;
+        if (l.decode_pos != SMLA_PLAN_NOT_DECODE) {
+            *pos = l.decode_pos;
+            return true;
+        }
         const int32_t decodes = pl.counts[0], segments = pl.counts[1];
         const int64_t decode_tokens = decodes > 0 ? pl.decode_starts[decodes] : 0;
-        if (t < decode_tokens)
-            return position_in(pl.decode_starts, pl.decode_seq_lens, decodes, t, pos);
         return position_in(pl.segment_starts, pl.segment_seq_lens, segments, t - decode_tokens, pos);
     }
     if (p.num_parts == 0)
@@ -78,44 +118,32 @@ __device__ inline bool token_position(const AttentionParams &p, int64_t t, bool 
     return false;
 }
 
-__device__ inline int active_columns(const IndexParams &ix, int64_t t)
+// A lens value as a count of active columns: within 0 .. width.
+__device__ __forceinline__ int active_columns(int32_t len, int32_t width)
 {
-    if (ix.width <= 0)
-        return 0;
-    if (!ix.lens)
-        return ix.width;
-    const int len = ix.lens[t * ix.lens_stride];
-    return len < 0 ? 0 : (len > ix.width ? ix.width : len);
+    return len < 0 ? 0 : (len > width ? width : len);
 }
 
-// Whether token t's KV work is split across work items: every token when the launch
-// splits at fixed points (or has no plan), else only a plan's decode tokens (so that the
-// prefill tokens' results do not depend on the batch).
-__device__ inline bool token_is_split(const AttentionParams &p, int64_t t)
+// Token t's active SWA and extra columns and whether its KV work is split across work
+// items; false when t is padding. Split: every token when the launch splits at fixed
+// points (or has no plan), else only a plan's decode tokens (so that the prefill tokens'
+// results do not depend on the batch).
+__device__ inline bool token_entries(const AttentionParams &p, int64_t t, int *n_swa, int *n_ext, bool *split)
 {
-    if (p.splits <= 1)
-        return false;
-    if (p.split_all || !p.has_plan)
-        return true;
-    const int32_t decodes = p.plan.counts[0];
-    return decodes > 0 && t < p.plan.decode_starts[decodes];
-}
-
-// Active SWA and extra columns of token t; false when t is padding.
-__device__ inline bool token_entries(const AttentionParams &p, int64_t t, int *n_swa, int *n_ext)
-{
+    const TokenLoads l = token_loads(p, t);
     bool has_pos;
     int64_t pos;
-    if (!token_position(p, t, &has_pos, &pos))
+    if (!token_position(p, t, l, &has_pos, &pos))
         return false;
-    int swa = active_columns(p.swa_idx, t);
+    int swa = active_columns(l.swa_len, p.swa_idx.width);
     if (has_pos) {
         const int64_t allowed = pos + 1 < 0 ? 0 : (pos + 1 > p.window ? p.window : pos + 1);
         if (swa > allowed)
             swa = static_cast<int>(allowed);
     }
     *n_swa = swa;
-    *n_ext = active_columns(p.extra_idx, t);
+    *n_ext = active_columns(l.ext_len, p.extra_idx.width);
+    *split = p.splits > 1 && (p.split_all || !p.has_plan || l.decode_pos != SMLA_PLAN_NOT_DECODE);
     return true;
 }
 
@@ -134,11 +162,10 @@ __device__ inline bool work_item(const AttentionParams &p, int64_t t, int h0, in
                                  int tid, int threads, WorkItem *w)
 {
     int n_swa, n_ext;
-    if (!token_entries(p, t, &n_swa, &n_ext))
+    if (!token_entries(p, t, &n_swa, &n_ext, &w->split))
         return false; // padding row: nothing is written
     w->n_swa = n_swa;
     w->n = n_swa + n_ext;
-    w->split = token_is_split(p, t);
     if (!w->split && split > 0)
         return false; // an unsplit token is done by its split-0 item
     const int all_tiles = (w->n + tile_rows - 1) / tile_rows;

@@ -26,6 +26,7 @@ struct plan_outputs {
     int32_t *segment_query_starts; // [max_segments + 1]
     int32_t *segment_seq_lens;     // [max_segments]
     int32_t *segment_requests;     // [max_segments]
+    int32_t *decode_token_positions; // [max_tokens]
 };
 
 struct smla_plan_device {
@@ -55,20 +56,31 @@ __device__ __forceinline__ int32_t segment_seq_len(int32_t seq_len, int32_t offs
 }
 
 __global__ void refresh_kernel(const int32_t *__restrict__ staged, plan_outputs out,
-                               const int32_t *__restrict__ seq_lens)
+                               const int32_t *__restrict__ seq_lens, int32_t max_tokens)
 {
     const int64_t d = staged[0], n = staged[1];
     const int32_t *decode_starts = staged + STAGING_HEADER;
     const int32_t *segment_starts = decode_starts + d + 1;
     const int32_t *requests = segment_starts + n + 1;
     const int32_t *offsets = requests + n;
-    const int64_t items = (d > n ? d : n) + 1;
+    const int64_t decode_tokens = decode_starts[d];
+    int64_t items = (d > n ? d : n) + 1;
+    if (items < max_tokens)
+        items = max_tokens;
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < items; i += stride) {
+        // Every token below the capacity is written: the decode tokens by their request's
+        // thread, the others here, so none keeps a previous build's position.
+        if (i >= decode_tokens && i < max_tokens)
+            out.decode_token_positions[i] = SMLA_PLAN_NOT_DECODE;
         if (i <= d) {
             out.decode_query_starts[i] = decode_starts[i];
-            if (i < d)
-                out.decode_seq_lens[i] = seq_lens[i];
+            if (i < d) {
+                const int32_t seq_len = seq_lens[i], start = decode_starts[i], end = decode_starts[i + 1];
+                out.decode_seq_lens[i] = seq_len;
+                for (int32_t t = start; t < end; t++)
+                    out.decode_token_positions[t] = smla_decode_position(seq_len, end - start, t - start);
+            }
         }
         if (i <= n) {
             out.segment_query_starts[i] = segment_starts[i];
@@ -90,7 +102,7 @@ static size_t staging_count(const smla_plan_capacity *c)
 static size_t outputs_count(const smla_plan_capacity *c)
 {
     return ((size_t)c->max_requests + 1) + (size_t)c->max_requests +
-           ((size_t)c->max_segments + 1) + 2 * (size_t)c->max_segments;
+           ((size_t)c->max_segments + 1) + 2 * (size_t)c->max_segments + (size_t)c->max_tokens;
 }
 
 static void carve_outputs(smla_plan_device *dev, const smla_plan_capacity *c)
@@ -106,12 +118,16 @@ static void carve_outputs(smla_plan_device *dev, const smla_plan_capacity *c)
     p += c->max_segments;
     dev->out.segment_requests = p;
     p += c->max_segments;
+    dev->out.decode_token_positions = p;
+    p += c->max_tokens;
     dev->mirror = p;
 }
 
 static int refresh_grid(const smla_plan_capacity *c, int sm_count)
 {
     int64_t items = (c->max_requests > c->max_segments ? c->max_requests : c->max_segments) + 1;
+    if (items < c->max_tokens)
+        items = c->max_tokens;
     int64_t blocks = (items + REFRESH_THREADS - 1) / REFRESH_THREADS;
     int64_t limit = sm_count > 0 ? 2 * (int64_t)sm_count : 1;
     return (int)(blocks < limit ? blocks : limit);
@@ -134,9 +150,15 @@ extern "C" smla_status smla_plan_device_create(smla_plan *plan)
     if (err != cudaSuccess)
         return cuda_fail(ctx, err, "cudaMalloc of the device plan buffers");
     carve_outputs(dev, c);
-    // Zeroed so a view read before the first build shows empty start arrays; the sync
-    // orders it before builds on any stream.
+    // A view read before the first build shows an empty batch: the zeroed staging is one
+    // (no decodes, no segments), refreshed once (no seq_lens read). The sync orders this
+    // before builds on any stream.
     err = cudaMemset(dev->block, 0, block_bytes);
+    if (err == cudaSuccess) {
+        refresh_kernel<<<dev->grid, REFRESH_THREADS, 0, cudaStreamLegacy>>>(dev->mirror, dev->out, NULL,
+                                                                           c->max_tokens);
+        err = cudaGetLastError();
+    }
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(cudaStreamLegacy);
     if (err != cudaSuccess)
@@ -159,6 +181,7 @@ extern "C" smla_status smla_plan_device_create(smla_plan *plan)
     v->segment_query_starts = dev->out.segment_query_starts;
     v->segment_seq_lens = dev->out.segment_seq_lens;
     v->segment_requests = dev->out.segment_requests;
+    v->decode_token_positions = dev->out.decode_token_positions;
     return SMLA_OK;
 }
 
@@ -254,7 +277,7 @@ extern "C" smla_status smla_plan_device_refresh(const smla_plan *plan, void *str
 {
     const smla_plan_device *dev = plan->device;
     refresh_kernel<<<dev->grid, REFRESH_THREADS, 0, (cudaStream_t)stream>>>(
-        dev->mirror, dev->out, plan->seq_lens);
+        dev->mirror, dev->out, plan->seq_lens, plan->capacity.max_tokens);
     cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess)
         return cuda_fail(plan->ctx, err, "launching the plan refresh kernel");

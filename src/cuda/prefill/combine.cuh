@@ -27,7 +27,8 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     // The token's entries while the attention kernel runs: every attention CTA allows this
     // launch only after its own grid wait, so the plan, lens and seq_lens it read are final.
     int n_swa, n_ext;
-    const bool split = token_is_split(p, t) && token_entries(p, t, &n_swa, &n_ext);
+    bool split;
+    split = token_entries(p, t, &n_swa, &n_ext, &split) && split;
     timeline::combine_mark(timeline::kCombineLookedUp);
     dependent_grid_wait(); // the attention kernel's partials
     timeline::combine_mark(timeline::kCombineWaited);
