@@ -65,10 +65,10 @@ __device__ __forceinline__ int32_t load_or(const int32_t *address, int32_t fallb
     return v;
 }
 
-// What a token's lookup loads first, all at once (load_or): its lens and, with a plan,
-// its decode position. A decode token needs nothing else: one round trip. (The plan's
-// counts, which only a prefill token needs, are loaded after: loaded here, ptxas waits
-// for them before the first branch.)
+// What a one-trip lookup loads first, all at once (load_or): the token's lens and, with a
+// plan, its decode position. A decode token needs nothing else. (The plan's counts, which
+// only a prefill token needs, are loaded after: loaded here, ptxas waits for them before
+// the first branch.)
 struct TokenLoads {
     int32_t swa_len, ext_len; // the index widths when there are no lens
     int32_t decode_pos;       // SMLA_PLAN_NOT_DECODE: not a plan's decode token
@@ -89,22 +89,35 @@ __device__ __forceinline__ TokenLoads token_loads(const AttentionParams &p, int6
     return l;
 }
 
+// Token t's lens value (or the width without lens; 0 without columns): a load only when
+// there is one, after whatever came before.
+__device__ __forceinline__ int32_t lens_value(const IndexParams &ix, int64_t t)
+{
+    if (ix.width <= 0)
+        return 0;
+    return ix.lens ? ix.lens[t * ix.lens_stride] : ix.width;
+}
+
 // Finds token t's sequence. Returns false when t is padding (not covered by any
 // sequence); otherwise sets *has_pos and *pos (absolute position, may be negative when a
 // sequence's seq_len is shorter than its query length: such a token has no SWA column).
-__device__ inline bool token_position(const AttentionParams &p, int64_t t, const TokenLoads &l, bool *has_pos,
+// decode_pos: t's plan decode position when the caller loaded it (one trip), else
+// SMLA_PLAN_NOT_DECODE, and a decode token is found from the plan's decode arrays.
+__device__ inline bool token_position(const AttentionParams &p, int64_t t, int32_t decode_pos, bool *has_pos,
                                       int64_t *pos)
 {
     *has_pos = p.has_plan || p.num_parts > 0;
     *pos = 0;
-    if (p.has_plan) { // a decode token's position is loaded; a prefill token's segment
+    if (p.has_plan) { // decodes first, then the prefill segments
         const PlanPositions &pl = p.plan;
-        if (l.decode_pos != SMLA_PLAN_NOT_DECODE) {
-            *pos = l.decode_pos;
+        if (decode_pos != SMLA_PLAN_NOT_DECODE) {
+            *pos = decode_pos;
             return true;
         }
         const int32_t decodes = pl.counts[0], segments = pl.counts[1];
         const int64_t decode_tokens = decodes > 0 ? pl.decode_starts[decodes] : 0;
+        if (t < decode_tokens)
+            return position_in(pl.decode_starts, pl.decode_seq_lens, decodes, t, pos);
         return position_in(pl.segment_starts, pl.segment_seq_lens, segments, t - decode_tokens, pos);
     }
     if (p.num_parts == 0)
@@ -124,26 +137,37 @@ __device__ __forceinline__ int active_columns(int32_t len, int32_t width)
     return len < 0 ? 0 : (len > width ? width : len);
 }
 
+// How a kernel looks a token up. kOneTrip: the lens and the plan's decode position first,
+// all at once (a decode token in one round trip; a kernel whose CTAs start on their token
+// waits for it). kUnsplitChain, for launches that split no token (p.splits == 1): the
+// position through the plan's arrays, then the lens, one load after another with the
+// fewest values live. fp8m's walking producer looks the next item up beside its copies in
+// 56 registers; with kOneTrip it spilled in its copy loop (-4.8% on prefill), and even
+// the split test alone made it spill more than before.
+enum class Lookup { kOneTrip, kUnsplitChain };
+
 // Token t's active SWA and extra columns and whether its KV work is split across work
 // items; false when t is padding. Split: every token when the launch splits at fixed
 // points (or has no plan), else only a plan's decode tokens (so that the prefill tokens'
 // results do not depend on the batch).
-__device__ inline bool token_entries(const AttentionParams &p, int64_t t, int *n_swa, int *n_ext, bool *split)
+__device__ inline bool token_entries(const AttentionParams &p, int64_t t, Lookup how, int *n_swa, int *n_ext,
+                                     bool *split)
 {
-    const TokenLoads l = token_loads(p, t);
+    const bool one_trip = how == Lookup::kOneTrip;
+    const TokenLoads l = one_trip ? token_loads(p, t) : TokenLoads{0, 0, SMLA_PLAN_NOT_DECODE};
     bool has_pos;
     int64_t pos;
-    if (!token_position(p, t, l, &has_pos, &pos))
+    if (!token_position(p, t, l.decode_pos, &has_pos, &pos))
         return false;
-    int swa = active_columns(l.swa_len, p.swa_idx.width);
+    int swa = active_columns(one_trip ? l.swa_len : lens_value(p.swa_idx, t), p.swa_idx.width);
     if (has_pos) {
         const int64_t allowed = pos + 1 < 0 ? 0 : (pos + 1 > p.window ? p.window : pos + 1);
         if (swa > allowed)
             swa = static_cast<int>(allowed);
     }
     *n_swa = swa;
-    *n_ext = active_columns(l.ext_len, p.extra_idx.width);
-    *split = p.splits > 1 && (p.split_all || !p.has_plan || l.decode_pos != SMLA_PLAN_NOT_DECODE);
+    *n_ext = active_columns(one_trip ? l.ext_len : lens_value(p.extra_idx, t), p.extra_idx.width);
+    *split = one_trip && p.splits > 1 && (p.split_all || !p.has_plan || l.decode_pos != SMLA_PLAN_NOT_DECODE);
     return true;
 }
 
@@ -158,11 +182,11 @@ struct WorkItem {
 // False when the item has nothing to compute: t is padding, or an unsplit token's item
 // other than split 0, or a split past the token's entries. An unsplit token with no
 // active entry gets its output (zeros, -inf) written here, by `threads` threads.
-__device__ inline bool work_item(const AttentionParams &p, int64_t t, int h0, int heads, int split, int tile_rows,
-                                 int tid, int threads, WorkItem *w)
+__device__ inline bool work_item(const AttentionParams &p, int64_t t, Lookup how, int h0, int heads, int split,
+                                 int tile_rows, int tid, int threads, WorkItem *w)
 {
     int n_swa, n_ext;
-    if (!token_entries(p, t, &n_swa, &n_ext, &w->split))
+    if (!token_entries(p, t, how, &n_swa, &n_ext, &w->split))
         return false; // padding row: nothing is written
     w->n_swa = n_swa;
     w->n = n_swa + n_ext;

@@ -96,7 +96,7 @@ template <int kHT> struct SharedTile {
     {
         const int tid = threadIdx.x, wg = warp_uniform(tid / 128), warp = (tid % 128) / 32, lane = tid % 32;
         WorkItem w;
-        if (!work_item(p, t, h0, kHT, split, kTileRows, tid, kThreads, &w))
+        if (!work_item(p, t, Lookup::kOneTrip, h0, kHT, split, kTileRows, tid, kThreads, &w))
             return;
         const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
         const bool split_token = w.split;

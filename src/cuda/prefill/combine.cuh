@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const __grid_c
     // launch only after its own grid wait, so the plan, lens and seq_lens it read are final.
     int n_swa, n_ext;
     bool split;
-    split = token_entries(p, t, &n_swa, &n_ext, &split) && split;
+    split = token_entries(p, t, Lookup::kOneTrip, &n_swa, &n_ext, &split) && split;
     timeline::combine_mark(timeline::kCombineLookedUp);
     dependent_grid_wait(); // the attention kernel's partials
     timeline::combine_mark(timeline::kCombineWaited);

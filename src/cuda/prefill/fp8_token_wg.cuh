@@ -211,7 +211,7 @@ template <int kHT, bool kShared> struct TokenWG {
     __device__ void run(int64_t t, int h0, int split) const
     {
         WorkItem w;
-        if (!work_item(p, t, h0, kHT, split, kRows, tid, kWGThreads, &w))
+        if (!work_item(p, t, Lookup::kOneTrip, h0, kHT, split, kRows, tid, kWGThreads, &w))
             return;
         const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
         const bool split_token = w.split;

@@ -223,7 +223,7 @@ template <int N> __device__ __forceinline__ void keep_until_done(const uint4 (&a
 __device__ __forceinline__ bool cta_work_item(const AttentionParams &p, int64_t t, int h0, int split, int tid,
                                               WorkItem *w)
 {
-    return work_item(p, t, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, w);
+    return work_item(p, t, Lookup::kOneTrip, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, w);
 }
 
 // The consumers' Q copies landed and visible to wgmma, in both consumer WGs.

@@ -226,6 +226,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
         p.plan.max_tokens = pr->plan.max_tokens;
         p.plan.counts = pr->plan.counts;
         p.plan.decode_starts = pr->plan.decode_query_starts;
+        p.plan.decode_seq_lens = pr->plan.decode_seq_lens;
         p.plan.segment_starts = pr->plan.segment_query_starts;
         p.plan.segment_seq_lens = pr->plan.segment_seq_lens;
     }

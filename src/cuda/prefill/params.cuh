@@ -30,12 +30,13 @@ struct PositionPart {
 };
 
 // A plan's arrays, positions found at run time (device memory): a decode token's in one
-// load, a prefill token's from the counts and its segment.
+// load (or from the decode arrays), a prefill token's from the counts and its segment.
 struct PlanPositions {
     const int32_t *decode_positions; // [max_tokens]: position, or SMLA_PLAN_NOT_DECODE
     int32_t max_tokens;
     const int32_t *counts;          // [0] decode requests D, [1] segments n
     const int32_t *decode_starts;   // [D + 1] from token 0
+    const int32_t *decode_seq_lens; // [D]
     const int32_t *segment_starts;  // [n + 1] from the first prefill token
     const int32_t *segment_seq_lens;
 };
