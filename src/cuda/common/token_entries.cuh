@@ -89,15 +89,6 @@ __device__ __forceinline__ TokenLoads token_loads(const AttentionParams &p, int6
     return l;
 }
 
-// Token t's lens value (or the width without lens; 0 without columns): a load only when
-// there is one, after whatever came before.
-__device__ __forceinline__ int32_t lens_value(const IndexParams &ix, int64_t t)
-{
-    if (ix.width <= 0)
-        return 0;
-    return ix.lens ? ix.lens[t * ix.lens_stride] : ix.width;
-}
-
 // Finds token t's sequence. Returns false when t is padding (not covered by any
 // sequence); otherwise sets *has_pos and *pos (absolute position, may be negative when a
 // sequence's seq_len is shorter than its query length: such a token has no SWA column).
@@ -131,25 +122,51 @@ __device__ inline bool token_position(const AttentionParams &p, int64_t t, int32
     return false;
 }
 
-// A lens value as a count of active columns: within 0 .. width.
-__device__ __forceinline__ int active_columns(int32_t len, int32_t width)
+// Token t's active columns of an index set: its lens value within 0 .. width (the width
+// without lens), loaded after whatever came before.
+__device__ inline int active_columns(const IndexParams &ix, int64_t t)
+{
+    if (ix.width <= 0)
+        return 0;
+    if (!ix.lens)
+        return ix.width;
+    const int len = ix.lens[t * ix.lens_stride];
+    return len < 0 ? 0 : (len > ix.width ? ix.width : len);
+}
+
+// The same from a lens value token_loads loaded. (Not shared with the above: fp8m's
+// walking producer compiles to other code, with more spills, when it is.)
+__device__ __forceinline__ int loaded_columns(int32_t len, int32_t width)
 {
     return len < 0 ? 0 : (len > width ? width : len);
 }
 
-// How a kernel looks a token up. kOneTrip: the lens and the plan's decode position first,
-// all at once (a decode token in one round trip; a kernel whose CTAs start on their token
-// waits for it). kUnsplitChain, for launches that split no token (p.splits == 1): the
-// position through the plan's arrays, then the lens, one load after another with the
-// fewest values live. fp8m's walking producer looks the next item up beside its copies in
-// 56 registers; with kOneTrip it spilled in its copy loop (-4.8% on prefill), and even
-// the split test alone made it spill more than before.
-enum class Lookup { kOneTrip, kUnsplitChain };
+// Whether token t's KV work is split across work items: every token when the launch
+// splits at fixed points (or has no plan), else only a plan's decode tokens (so that the
+// prefill tokens' results do not depend on the batch). From the plan's arrays, for a
+// lookup that did not load t's decode position.
+__device__ inline bool token_is_split(const AttentionParams &p, int64_t t)
+{
+    if (p.splits <= 1)
+        return false;
+    if (p.split_all || !p.has_plan)
+        return true;
+    const int32_t decodes = p.plan.counts[0];
+    return decodes > 0 && t < p.plan.decode_starts[decodes];
+}
 
-// Token t's active SWA and extra columns and whether its KV work is split across work
-// items; false when t is padding. Split: every token when the launch splits at fixed
-// points (or has no plan), else only a plan's decode tokens (so that the prefill tokens'
-// results do not depend on the batch).
+// How a kernel looks a token up. kOneTrip: the lens and the plan's decode position first,
+// all at once (a decode token in one round trip: for kernels whose CTAs start by waiting
+// for their token). kChain: the position through the plan's arrays, then the lens, one
+// load after another, as before v30. fp8m's walking producer looks the next item up
+// beside its copies in 56 registers: with kOneTrip it spilled in its copy loop (-4.8% on
+// prefill), and variants of it moved its spills and cost ~1% (PERF.md, session 10);
+// with kChain its SASS is that of before v30.
+enum class Lookup { kOneTrip, kChain };
+
+// Token t's active SWA and extra columns; false when t is padding. *split: whether its
+// KV work is split across work items (as token_is_split), from the decode position
+// kOneTrip loaded; false with kChain, whose caller asks token_is_split.
 __device__ inline bool token_entries(const AttentionParams &p, int64_t t, Lookup how, int *n_swa, int *n_ext,
                                      bool *split)
 {
@@ -159,14 +176,14 @@ __device__ inline bool token_entries(const AttentionParams &p, int64_t t, Lookup
     int64_t pos;
     if (!token_position(p, t, l.decode_pos, &has_pos, &pos))
         return false;
-    int swa = active_columns(one_trip ? l.swa_len : lens_value(p.swa_idx, t), p.swa_idx.width);
+    int swa = one_trip ? loaded_columns(l.swa_len, p.swa_idx.width) : active_columns(p.swa_idx, t);
     if (has_pos) {
         const int64_t allowed = pos + 1 < 0 ? 0 : (pos + 1 > p.window ? p.window : pos + 1);
         if (swa > allowed)
             swa = static_cast<int>(allowed);
     }
     *n_swa = swa;
-    *n_ext = active_columns(one_trip ? l.ext_len : lens_value(p.extra_idx, t), p.extra_idx.width);
+    *n_ext = one_trip ? loaded_columns(l.ext_len, p.extra_idx.width) : active_columns(p.extra_idx, t);
     *split = one_trip && p.splits > 1 && (p.split_all || !p.has_plan || l.decode_pos != SMLA_PLAN_NOT_DECODE);
     return true;
 }
@@ -190,6 +207,8 @@ __device__ inline bool work_item(const AttentionParams &p, int64_t t, Lookup how
         return false; // padding row: nothing is written
     w->n_swa = n_swa;
     w->n = n_swa + n_ext;
+    if (how == Lookup::kChain) // after the entries: the walker's code of before v30
+        w->split = token_is_split(p, t);
     if (!w->split && split > 0)
         return false; // an unsplit token is done by its split-0 item
     const int all_tiles = (w->n + tile_rows - 1) / tile_rows;

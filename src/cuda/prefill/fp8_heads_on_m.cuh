@@ -216,7 +216,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         for (; item < items; item += gridDim.x) {
             const CtaWork c = item_work(p, item);
             WorkItem w;
-            if (work_item(p, c.t, Lookup::kUnsplitChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
+            if (work_item(p, c.t, Lookup::kChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
                 if (tid == 0)
                     staged = ItemInfo{c.t, c.h0, c.split, w};
                 named_barrier(kProducer, 128);
