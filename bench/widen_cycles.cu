@@ -25,7 +25,9 @@ constexpr int kThreads = heads_on_m::kThreads; // 3 warpgroups, as bf16m
 
 // Per repetition: WG 2 writes both buffers' row addresses (slots taken at random from
 // `slots`), copies the halves the widening WGs take and waits for them; then WGs
-// 0 .. wgs-1 widen halves fill order 0 .. wgs-1 at once. out[cta] = {L, W} summed.
+// 0 .. wgs-1 widen halves fill order 0 .. wgs-1 at once. out[cta] = {L, W} summed, L
+// timed by WG 2 and W by WG 0 (until every WG has widened). (Until session 10 W was
+// timed by WG 2, whose 1- and 2-WG rows read ~83 cycles: not the widening.)
 __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constant__ AttentionParams p,
                                                             const int32_t *slots, int nslots, int reps, int wgs,
                                                             unsigned long long *out)
@@ -60,10 +62,11 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
         __syncthreads();
         widen += clock64() - t1;
     }
-    if (tid == 2 * 128) {
+    // L from the producer WG's first thread, W from WG 0's (it widens in every row).
+    if (tid == 2 * 128)
         out[2 * blockIdx.x] = gather;
+    if (tid == 0)
         out[2 * blockIdx.x + 1] = widen;
-    }
 }
 
 unsigned long long median(std::vector<unsigned long long> v)
