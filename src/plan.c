@@ -150,7 +150,7 @@ smla_status smla_plan_get_view(const smla_plan *plan, smla_plan_view *view)
     return smla_succeed(plan->ctx);
 }
 
-smla_status smla_plan_refresh(const smla_plan *plan, void *stream)
+smla_status smla_plan_refresh(smla_plan *plan, void *stream)
 {
     if (!plan)
         return SMLA_ERR_NULL_POINTER;
@@ -160,9 +160,11 @@ smla_status smla_plan_refresh(const smla_plan *plan, void *stream)
 #endif
     const smla_plan_view *v = &plan->view;
     const smla_plan_host_arrays *h = &plan->host;
-    /* The previous build's decode tokens lie below max_tokens too: all are rewritten. */
-    for (int32_t t = v->num_decode_tokens; t < plan->capacity.max_tokens; t++)
+    /* Only the previous build's decode tokens can hold positions past this build's: the
+     * build stays O(requests + segments), not O(max_tokens). */
+    for (int32_t t = v->num_decode_tokens; t < plan->host_positions_end; t++)
         h->decode_token_positions[t] = SMLA_PLAN_NOT_DECODE;
+    plan->host_positions_end = v->num_decode_tokens;
     for (int32_t r = 0; r < v->num_decodes; r++) {
         const int32_t start = h->decode_query_starts[r], end = h->decode_query_starts[r + 1];
         h->decode_seq_lens[r] = plan->seq_lens[r];

@@ -124,7 +124,7 @@ static int same_addresses(const smla_plan_view *a, const smla_plan_view *b)
            a->host_segment_requests == b->host_segment_requests;
 }
 
-static cudaGraphExec_t capture(cudaStream_t s, const smla_plan *plan, const smla_plan_view *v,
+static cudaGraphExec_t capture(cudaStream_t s, smla_plan *plan, const smla_plan_view *v,
                                int32_t *d_positions, int with_refresh)
 {
     cudaGraph_t graph;
