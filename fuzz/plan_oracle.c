@@ -20,7 +20,7 @@ static size_t view_arrays(const smla_plan_view *v, const int32_t *arrays[6], siz
     arrays[4] = v->segment_requests;
     counts[4] = (size_t)v->num_segments;
     arrays[5] = v->decode_token_positions;
-    counts[5] = (size_t)v->max_tokens;
+    counts[5] = (size_t)v->num_decode_tokens;
     return counts[0] + counts[1] + counts[2] + counts[3] + counts[4] + counts[5];
 }
 
@@ -158,11 +158,10 @@ static void check_built(const smla_batch *b, const smla_plan *plan, const expect
         if (v.decode_query_starts[r] != qsl[r] || (r < nd && v.decode_seq_lens[r] != b->seq_lens[r]))
             fuzz_fail("decode %d: start %d, seq len %d", r, v.decode_query_starts[r],
                       r < nd ? v.decode_seq_lens[r] : 0);
-    for (int32_t t = 0, r = 0; t < v.max_tokens; t++) {
-        while (r < nd && t >= qsl[r + 1])
+    for (int32_t t = 0, r = 0; t < qsl[nd]; t++) {
+        while (t >= qsl[r + 1])
             r++;
-        const int32_t want = t < qsl[nd] ? b->seq_lens[r] - (qsl[r + 1] - qsl[r]) + (t - qsl[r])
-                                         : SMLA_PLAN_NOT_DECODE;
+        const int32_t want = b->seq_lens[r] - (qsl[r + 1] - qsl[r]) + (t - qsl[r]);
         if (v.decode_token_positions[t] != want)
             fuzz_fail("decode_token_positions[%d] = %d, expected %d", t,
                       v.decode_token_positions[t], want);

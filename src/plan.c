@@ -56,9 +56,7 @@ static smla_status alloc_host_arrays(smla_plan *plan)
         p += requests;
         h->segment_seq_lens = p;
         p += segments;
-        h->decode_token_positions = p;
-        for (size_t t = 0; t < tokens; t++) /* as after a build of an empty batch */
-            p[t] = SMLA_PLAN_NOT_DECODE;
+        h->decode_token_positions = p; /* untouched past the decodes: no O(max_tokens) work */
     }
     return SMLA_OK;
 }
@@ -150,7 +148,7 @@ smla_status smla_plan_get_view(const smla_plan *plan, smla_plan_view *view)
     return smla_succeed(plan->ctx);
 }
 
-smla_status smla_plan_refresh(smla_plan *plan, void *stream)
+smla_status smla_plan_refresh(const smla_plan *plan, void *stream)
 {
     if (!plan)
         return SMLA_ERR_NULL_POINTER;
@@ -160,11 +158,6 @@ smla_status smla_plan_refresh(smla_plan *plan, void *stream)
 #endif
     const smla_plan_view *v = &plan->view;
     const smla_plan_host_arrays *h = &plan->host;
-    /* Only the previous build's decode tokens can hold positions past this build's: the
-     * build stays O(requests + segments), not O(max_tokens). */
-    for (int32_t t = v->num_decode_tokens; t < plan->host_positions_end; t++)
-        h->decode_token_positions[t] = SMLA_PLAN_NOT_DECODE;
-    plan->host_positions_end = v->num_decode_tokens;
     for (int32_t r = 0; r < v->num_decodes; r++) {
         const int32_t start = h->decode_query_starts[r], end = h->decode_query_starts[r + 1];
         h->decode_seq_lens[r] = plan->seq_lens[r];

@@ -36,8 +36,6 @@ struct smla_plan {
     void *host_block;              /* the one allocation behind host */
     const int32_t *seq_lens;       /* the last build's batch seq_lens */
     int32_t host_counts[2];        /* num_decodes, num_segments: a host plan's view.counts */
-    int32_t host_positions_end;    /* a host plan's decode_token_positions past this are
-                                      all SMLA_PLAN_NOT_DECODE */
     smla_plan_device *device;      /* device plans only */
 };
 
@@ -61,6 +59,6 @@ SMLA_PLAN_INLINE int32_t smla_decode_position(int32_t seq_len, int32_t query_len
  * the seq_lens remembered from the last build. Device plans: only launches the refresh kernel on stream (a cudaStream_t),
  * so it can be captured in a CUDA graph; the graph keeps that seq_lens pointer. Host
  * plans: computes them now. */
-smla_status smla_plan_refresh(smla_plan *plan, void *stream);
+smla_status smla_plan_refresh(const smla_plan *plan, void *stream);
 
 #endif

@@ -163,8 +163,8 @@ class Plan:
     segment_requests = property(
         lambda self: self._array("segment_requests", self.num_segments))
     decode_token_positions = property(
-        lambda self: self._array("decode_token_positions", self._view().max_tokens),
-        doc="per token up to the capacity: a decode token's position, else NOT_DECODE")
+        lambda self: self._array("decode_token_positions", self.num_decode_tokens),
+        doc="each decode token's position")
     # Host copies of the parts computed on the host.
     host_decode_query_starts = property(
         lambda self: self._array("host_decode_query_starts", self.num_decodes + 1, True))

@@ -4,7 +4,8 @@
 //  2. with smla_plan_refresh captured in the graph, replaying alone after another +17
 //     moves the positions (and the reader-only graph does not);
 //  3. the pinned staging is not overwritten while a previous build's copy is pending;
-//  4. random batches: the device plan's arrays equal the host plan's;
+//  4. random batches: the device plan's arrays equal the host plan's, and its decode
+//     positions past the decodes are SMLA_PLAN_NOT_DECODE;
 //  5. a host seq_lens pointer is refused; an empty batch is fine; decode positions before
 //     0 (a seq_len shorter than its query) read as -1.
 #include <cuda_runtime.h>
@@ -124,7 +125,7 @@ static int same_addresses(const smla_plan_view *a, const smla_plan_view *b)
            a->host_segment_requests == b->host_segment_requests;
 }
 
-static cudaGraphExec_t capture(cudaStream_t s, smla_plan *plan, const smla_plan_view *v,
+static cudaGraphExec_t capture(cudaStream_t s, const smla_plan *plan, const smla_plan_view *v,
                                int32_t *d_positions, int with_refresh)
 {
     cudaGraph_t graph;
@@ -289,7 +290,14 @@ static void test_random_against_host(cudaStream_t s, uint64_t seed)
         compare_device_array("segment_requests", dv.segment_requests, hv.segment_requests,
                              hv.num_segments, scratch);
         compare_device_array("decode_token_positions", dv.decode_token_positions,
-                             hv.decode_token_positions, TOKENS, scratch);
+                             hv.decode_token_positions, hv.num_decode_tokens, scratch);
+        // Past the decodes, whatever earlier batches had: SMLA_PLAN_NOT_DECODE.
+        CUDA_CHECK(cudaMemcpy(scratch, dv.decode_token_positions, TOKENS * sizeof(int32_t),
+                              cudaMemcpyDeviceToHost));
+        int rest = 1;
+        for (int t = hv.num_decode_tokens; t < TOKENS; t++)
+            rest &= scratch[t] == SMLA_PLAN_NOT_DECODE;
+        CHECK(rest);
         if (smla_test_failures)
             fprintf(stderr, "random batch %d: R=%d cap=%d dtype=%d\n", it, r,
                     batch.segment_cap, (int)batch.query_dtype);
