@@ -7,7 +7,7 @@
 #include "input.h"
 
 /* The arrays of a view in one list, with their lengths from its counts. */
-static size_t view_arrays(const smla_plan_view *v, const int32_t *arrays[6], size_t counts[6])
+static size_t view_arrays(const smla_plan_view *v, const int32_t *arrays[5], size_t counts[5])
 {
     arrays[0] = v->decode_query_starts;
     counts[0] = (size_t)v->num_decodes + 1;
@@ -19,9 +19,7 @@ static size_t view_arrays(const smla_plan_view *v, const int32_t *arrays[6], siz
     counts[3] = (size_t)v->num_segments;
     arrays[4] = v->segment_requests;
     counts[4] = (size_t)v->num_segments;
-    arrays[5] = v->decode_token_positions;
-    counts[5] = (size_t)v->num_decode_tokens;
-    return counts[0] + counts[1] + counts[2] + counts[3] + counts[4] + counts[5];
+    return counts[0] + counts[1] + counts[2] + counts[3] + counts[4];
 }
 
 void plan_snapshot_take(const smla_plan *plan, plan_snapshot *s)
@@ -29,14 +27,14 @@ void plan_snapshot_take(const smla_plan *plan, plan_snapshot *s)
     memset(s, 0, sizeof *s);
     if (smla_plan_get_view(plan, &s->view) != SMLA_OK)
         fuzz_fail("smla_plan_get_view failed on a live plan");
-    const int32_t *arrays[6];
-    size_t counts[6];
+    const int32_t *arrays[5];
+    size_t counts[5];
     s->count = view_arrays(&s->view, arrays, counts);
     s->arrays = malloc(s->count * sizeof *s->arrays);
     if (!s->arrays)
         abort();
     size_t k = 0;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 5; i++)
         for (size_t j = 0; j < counts[i]; j++)
             s->arrays[k++] = arrays[i][j];
 }
@@ -158,14 +156,8 @@ static void check_built(const smla_batch *b, const smla_plan *plan, const expect
         if (v.decode_query_starts[r] != qsl[r] || (r < nd && v.decode_seq_lens[r] != b->seq_lens[r]))
             fuzz_fail("decode %d: start %d, seq len %d", r, v.decode_query_starts[r],
                       r < nd ? v.decode_seq_lens[r] : 0);
-    for (int32_t t = 0, r = 0; t < qsl[nd]; t++) {
-        while (t >= qsl[r + 1])
-            r++;
-        const int32_t want = b->seq_lens[r] - (qsl[r + 1] - qsl[r]) + (t - qsl[r]);
-        if (v.decode_token_positions[t] != want)
-            fuzz_fail("decode_token_positions[%d] = %d, expected %d", t,
-                      v.decode_token_positions[t], want);
-    }
+    if (v.decode_token_positions != NULL)
+        fuzz_fail("a host plan has decode_token_positions (device plans only)");
     if (v.host_decode_query_starts != v.decode_query_starts ||
         v.host_segment_query_starts != v.segment_query_starts ||
         v.host_segment_requests != v.segment_requests)

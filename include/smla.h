@@ -200,16 +200,15 @@ typedef struct smla_plan_view {
     const int32_t *host_decode_query_starts;
     const int32_t *host_segment_query_starts;
     const int32_t *host_segment_requests;
-    /* [num_decode_tokens] of max_tokens: decode token t's position (its request's
-     * seq_len - query length + its index in the request, at least -1), recomputed with
-     * the seq lens. A device plan also holds SMLA_PLAN_NOT_DECODE in every later entry
-     * (its attention kernels look any token up there in one load); a host plan's later
-     * entries are unspecified. */
+    /* Device plans: [max_tokens], decode token t's position (its request's seq_len -
+     * query length + its index in the request, at least -1), recomputed with the seq
+     * lens, and SMLA_PLAN_NOT_DECODE for every other token (the attention kernels look a
+     * token up there in one load). NULL for a host plan. */
     const int32_t *decode_token_positions;
-    int32_t max_tokens;           /* the capacity: entries of decode_token_positions */
+    int32_t max_tokens;           /* the capacity in query tokens */
 } smla_plan_view;
 
-#define SMLA_PLAN_NOT_DECODE INT32_MIN /* a device plan's decode_token_positions past its decodes */
+#define SMLA_PLAN_NOT_DECODE INT32_MIN /* decode_token_positions of a non-decode token */
 
 /* memory: SMLA_MEMORY_DEVICE allocates device buffers and pinned host staging on the
  * current CUDA device; SMLA_MEMORY_HOST makes a host plan for the CPU backend. */

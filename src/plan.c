@@ -27,16 +27,14 @@ static int32_t derived_max_segments(const smla_plan_capacity *capacity)
     return capacity->max_tokens;
 }
 
-/* One allocation for the host arrays; seq lens and decode positions only for host
- * plans. */
+/* One allocation for the host arrays; seq lens arrays only for host plans. */
 static smla_status alloc_host_arrays(smla_plan *plan)
 {
     size_t requests = (size_t)plan->capacity.max_requests;
     size_t segments = (size_t)plan->capacity.max_segments;
-    size_t tokens = (size_t)plan->capacity.max_tokens;
     int host = plan->memory == SMLA_MEMORY_HOST;
     size_t count = (requests + 1) + (segments + 1) + 2 * segments +
-                   (host ? requests + segments + tokens : 0);
+                   (host ? requests + segments : 0);
     int32_t *p = calloc(count, sizeof *p);
     if (!p)
         return smla_fail(plan->ctx, SMLA_ERR_OUT_OF_MEMORY,
@@ -55,8 +53,6 @@ static smla_status alloc_host_arrays(smla_plan *plan)
         h->decode_seq_lens = p;
         p += requests;
         h->segment_seq_lens = p;
-        p += segments;
-        h->decode_token_positions = p; /* untouched past the decodes: no O(max_tokens) work */
     }
     return SMLA_OK;
 }
@@ -70,7 +66,6 @@ static void point_view_at_host(smla_plan *plan)
     v->host_segment_requests = h->segment_requests;
     v->max_tokens = plan->capacity.max_tokens;
     if (plan->memory == SMLA_MEMORY_HOST) {
-        v->decode_token_positions = h->decode_token_positions;
         v->counts = plan->host_counts;
         v->decode_query_starts = h->decode_query_starts;
         v->decode_seq_lens = h->decode_seq_lens;
@@ -158,13 +153,8 @@ smla_status smla_plan_refresh(const smla_plan *plan, void *stream)
 #endif
     const smla_plan_view *v = &plan->view;
     const smla_plan_host_arrays *h = &plan->host;
-    for (int32_t r = 0; r < v->num_decodes; r++) {
-        const int32_t start = h->decode_query_starts[r], end = h->decode_query_starts[r + 1];
+    for (int32_t r = 0; r < v->num_decodes; r++)
         h->decode_seq_lens[r] = plan->seq_lens[r];
-        for (int32_t t = start; t < end; t++)
-            h->decode_token_positions[t] =
-                smla_decode_position(plan->seq_lens[r], end - start, t - start);
-    }
     for (int32_t i = 0; i < v->num_segments; i++)
         h->segment_seq_lens[i] = plan->seq_lens[h->segment_requests[i]] +
                                  h->segment_seq_offsets[i];

@@ -22,7 +22,6 @@ typedef struct smla_plan_host_arrays {
     int32_t *segment_seq_lens;     /* [max_segments], host plan only */
     int32_t *segment_requests;     /* [max_segments] */
     int32_t *segment_seq_offsets;  /* [max_segments] */
-    int32_t *decode_token_positions; /* [max_tokens], host plan only */
 } smla_plan_host_arrays;
 
 typedef struct smla_plan_device smla_plan_device; /* src/cuda/plan/ */
@@ -39,24 +38,8 @@ struct smla_plan {
     smla_plan_device *device;      /* device plans only */
 };
 
-#if defined(__CUDACC__)
-#define SMLA_PLAN_INLINE static inline __host__ __device__
-#else
-#define SMLA_PLAN_INLINE static inline
-#endif
-
-/* The position of token `index` (0-based) of a decode request of query_len tokens whose
- * seq_len may be anything (a device plan's comes from device memory unchecked): any
- * position below -1 is -1, which has no SWA column either. The refresh's formula for
- * decode_token_positions, on the host and on the device. */
-SMLA_PLAN_INLINE int32_t smla_decode_position(int32_t seq_len, int32_t query_len, int32_t index)
-{
-    const int64_t pos = (int64_t)seq_len - query_len + index;
-    return pos < -1 ? -1 : (int32_t)pos;
-}
-
-/* Recomputes segment and decode sequence lengths and the decode token positions from
- * the seq_lens remembered from the last build. Device plans: only launches the refresh kernel on stream (a cudaStream_t),
+/* Recomputes segment and decode sequence lengths (and a device plan's decode token
+ * positions) from the seq_lens remembered from the last build. Device plans: only launches the refresh kernel on stream (a cudaStream_t),
  * so it can be captured in a CUDA graph; the graph keeps that seq_lens pointer. Host
  * plans: computes them now. */
 smla_status smla_plan_refresh(const smla_plan *plan, void *stream);

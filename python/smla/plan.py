@@ -163,8 +163,10 @@ class Plan:
     segment_requests = property(
         lambda self: self._array("segment_requests", self.num_segments))
     decode_token_positions = property(
-        lambda self: self._array("decode_token_positions", self.num_decode_tokens),
-        doc="each decode token's position")
+        lambda self: self._array("decode_token_positions", self._view().max_tokens)
+        if self.device is not None else None,
+        doc="device plans: per token up to the capacity, a decode token's position, else "
+            "PLAN_NOT_DECODE; None for a host plan")
     # Host copies of the parts computed on the host.
     host_decode_query_starts = property(
         lambda self: self._array("host_decode_query_starts", self.num_decodes + 1, True))

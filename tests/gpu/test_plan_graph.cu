@@ -289,15 +289,20 @@ static void test_random_against_host(cudaStream_t s, uint64_t seed)
                              hv.num_segments, scratch);
         compare_device_array("segment_requests", dv.segment_requests, hv.segment_requests,
                              hv.num_segments, scratch);
-        compare_device_array("decode_token_positions", dv.decode_token_positions,
-                             hv.decode_token_positions, hv.num_decode_tokens, scratch);
-        // Past the decodes, whatever earlier batches had: SMLA_PLAN_NOT_DECODE.
+        // Decode positions (device plans only): each decode token's, then, whatever earlier
+        // batches had, SMLA_PLAN_NOT_DECODE.
         CUDA_CHECK(cudaMemcpy(scratch, dv.decode_token_positions, TOKENS * sizeof(int32_t),
                               cudaMemcpyDeviceToHost));
-        int rest = 1;
-        for (int t = hv.num_decode_tokens; t < TOKENS; t++)
-            rest &= scratch[t] == SMLA_PLAN_NOT_DECODE;
-        CHECK(rest);
+        int positions_ok = 1;
+        for (int t = 0, req = 0; t < TOKENS; t++) {
+            while (t < hv.num_decode_tokens && t >= qsl[req + 1])
+                req++;
+            const int32_t want = t < hv.num_decode_tokens
+                                     ? seq_lens[req] - (qsl[req + 1] - qsl[req]) + (t - qsl[req])
+                                     : SMLA_PLAN_NOT_DECODE;
+            positions_ok &= scratch[t] == want;
+        }
+        CHECK(positions_ok);
         if (smla_test_failures)
             fprintf(stderr, "random batch %d: R=%d cap=%d dtype=%d\n", it, r,
                     batch.segment_cap, (int)batch.query_dtype);

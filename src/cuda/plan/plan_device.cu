@@ -55,6 +55,15 @@ __device__ __forceinline__ int32_t segment_seq_len(int32_t seq_len, int32_t offs
     return v < INT32_MIN ? INT32_MIN : (int32_t)v;
 }
 
+// The position of token `index` (0-based) of a decode request of query_len tokens whose
+// seq_len comes from device memory unchecked: any position below -1 is -1, which has no
+// SWA column either.
+__device__ __forceinline__ int32_t decode_position(int32_t seq_len, int32_t query_len, int32_t index)
+{
+    const int64_t pos = (int64_t)seq_len - query_len + index;
+    return pos < -1 ? -1 : (int32_t)pos;
+}
+
 __global__ void refresh_kernel(const int32_t *__restrict__ staged, plan_outputs out,
                                const int32_t *__restrict__ seq_lens, int32_t max_tokens)
 {
@@ -79,7 +88,7 @@ __global__ void refresh_kernel(const int32_t *__restrict__ staged, plan_outputs 
                 const int32_t seq_len = seq_lens[i], start = decode_starts[i], end = decode_starts[i + 1];
                 out.decode_seq_lens[i] = seq_len;
                 for (int32_t t = start; t < end; t++)
-                    out.decode_token_positions[t] = smla_decode_position(seq_len, end - start, t - start);
+                    out.decode_token_positions[t] = decode_position(seq_len, end - start, t - start);
             }
         }
         if (i <= n) {
