@@ -28,7 +28,8 @@
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
 #               A, b, c, ... twice. `::` separates several bench argument lists.
 #               AB_DETERMINISM=1 also runs `gpu_test_determinism --runs 2` on every tree
-#               (about 30 s each), which a tree must pass to be benched.
+#               (about 30 s each), AB_TESTS=1 every GPU test but the soak (about 50 s
+#               each); a tree must pass them to be benched.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -218,6 +219,22 @@ soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
     ;;
 ab)
+    # A tree's GPU tests before its benches: AB_DETERMINISM=1 gpu_test_determinism --runs
+    # 2; AB_TESTS=1 every GPU test but the soak (determinism with --runs 2).
+    ab_tests() {
+        local name=$1 tree=$2 t args
+        if [ "${AB_TESTS:-0}" = 1 ]; then
+            step "build_tests_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu-tests || return 1
+            for t in "$tree"/build-gpu/tests/gpu_*; do
+                [ "$(basename "$t")" = gpu_test_soak ] && continue
+                read -ra args <<<"$(sanitize_args "$t")"
+                STEP_TIMEOUT=150 step "$(basename "$t")_$name" "$t" "${args[@]}" || return 1
+            done
+        elif [ "${AB_DETERMINISM:-0}" = 1 ]; then
+            step "build_determinism_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu_test_determinism &&
+                STEP_TIMEOUT=150 step "determinism_$name" "$tree/build-gpu/tests/gpu_test_determinism" --runs 2
+        fi
+    }
     # Trees b, c, ... in the order given: each built and smoke-checked, then every bench
     # argument list runs A, b, c, ..., twice. A tree whose smoke check fails is left out,
     # unless AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, PERF.md)
@@ -230,9 +247,7 @@ ab)
             step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
             { STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
                 [ "${AB_KEEP_FAILED:-0}" = 1 ]; } &&
-            { [ "${AB_DETERMINISM:-0}" != 1 ] || {
-                step "build_determinism_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu_test_determinism &&
-                    STEP_TIMEOUT=150 step "determinism_$name" "$tree/build-gpu/tests/gpu_test_determinism" --runs 2; }; } ||
+            ab_tests "$name" "$tree" ||
             unset "others[$i]" # a tree that fails is left out of the benches; the run fails
     done
     n=0
