@@ -39,9 +39,9 @@ struct smla_plan {
 };
 
 /* Recomputes segment and decode sequence lengths (and a device plan's decode token
- * positions) from the seq_lens remembered from the last build. Device plans: only launches the refresh kernel on stream (a cudaStream_t),
- * so it can be captured in a CUDA graph; the graph keeps that seq_lens pointer. Host
- * plans: computes them now. */
+ * positions) from the seq_lens remembered from the last build. Device plans: only
+ * launches the refresh kernel on stream (a cudaStream_t), so it can be captured in a CUDA
+ * graph; the graph keeps that seq_lens pointer. Host plans: computes them now. */
 smla_status smla_plan_refresh(const smla_plan *plan, void *stream);
 
 #endif
