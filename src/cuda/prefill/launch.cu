@@ -93,12 +93,13 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
                                bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
-// fp8m walks the items with a CTA per SM when there are more than two per SM and no
-// token is split (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for
-// a CTA's first one or two items).
-bool fp8m_walks(const AttentionParams &p, int sm_count)
+// fp8m walks the items with a CTA per SM when there are more than two per SM, no token
+// is split and the launch is not a plan's decodes alone (fp8_heads_on_m.cuh: the gain on
+// prefill, 1-6%, turns into a loss for a CTA's first one or two items, and a decode
+// item's few tiles leave too little to overlap).
+bool fp8m_walks(const AttentionParams &p, int sm_count, bool decodes_only)
 {
-    return p.splits == 1 && heads_on_m::num_items(p) > 2 * int64_t(sm_count);
+    return !decodes_only && p.splits == 1 && heads_on_m::num_items(p) > 2 * int64_t(sm_count);
 }
 
 // A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
@@ -111,7 +112,7 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
-cudaError_t launch(const AttentionParams &p, bool fp8_path, int sm_count, cudaStream_t stream)
+cudaError_t launch(const AttentionParams &p, bool fp8_path, bool decodes_only, int sm_count, cudaStream_t stream)
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
@@ -121,7 +122,7 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, int sm_count, cudaSt
     default:
         if (!fp8_path)
             err = launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
-        else if (fp8m_walks(p, sm_count))
+        else if (fp8m_walks(p, sm_count, decodes_only))
             err = launch_heads_on_m(fp8m::kernel<true>, fp8m::Layout::kBytes, sm_count, p, stream);
         else
             err = launch_heads_on_m(fp8m::kernel<false>, fp8m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
@@ -181,6 +182,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.num_heads = pr->num_heads;
     const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
     const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
+    const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
     // 64-head groups always take a heads-on-M kernel (fp8m or bf16m), whatever the batch
     // (their arithmetic differs from the other kernels', so a batch-dependent choice would
     // break bit-identity). 8-32 heads: FP8, heads per warpgroup (at most 32: a WG holds
@@ -243,10 +245,10 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #ifdef SMLA_TIMELINE
     timeline_clear(p, stream);
 #endif
-    const cudaError_t err = launch(p, fp8_path, ctx->sm_count, stream);
+    const cudaError_t err = launch(p, fp8_path, decodes_only, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
     // A walking fp8m launch has a CTA per SM, any other heads-on-M launch one per item.
-    timeline_write(p, fp8_path, fp8_path && fp8m_walks(p, ctx->sm_count) ? ctx->sm_count : items, stream);
+    timeline_write(p, fp8_path, fp8_path && fp8m_walks(p, ctx->sm_count, decodes_only) ? ctx->sm_count : items, stream);
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
