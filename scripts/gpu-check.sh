@@ -20,7 +20,8 @@
 #               widening's cycles (bench_widen; both also in full)
 #     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records the
 #               per-CTA phase timestamps of fp8m, bf16m and the split-KV combine over the
-#               flashmla-shapes (FP8, BF16), the decode presets (fp8, fp8_ds_mla) and
+#               flashmla-shapes (FP8, BF16), the decode presets (fp8; fp8_ds_mla against
+#               bf16 rows: bf16m on raw rows and on BF16 rows) and
 #               direct fp8_ds_mla prefill; scripts/timeline.py prints where a CTA's time
 #               goes (no smoke check: the kernels are main's)
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
@@ -211,6 +212,7 @@ timeline)
         step timeline_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --kv fp8
         step timeline_bf16 env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset flashmla-shapes --q bf16 --kv bf16
         step timeline_ds_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
+        step timeline_bf16_decode env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset decode-v41-flash-tp1 --kv bf16
         step timeline_ds_prefill env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 --preset v41-flash-tp1 --q fp8 --kv fp8_ds_mla
         step timeline_report python3 "$root/scripts/timeline.py" "$out/timeline"
     }
