@@ -275,7 +275,11 @@ __device__ __forceinline__ float2 bf16x2_to_float2(uint32_t v)
 // UE8M0 block scale: 2^(b - 127); 255 is NaN.
 __device__ __forceinline__ float ue8m0_to_float(uint8_t b)
 {
-    return b == 255 ? __uint_as_float(0x7FC00000u) : b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(uint32_t(b) << 23);
+    // Selects, not branches: a branch here kept the widening's loads from overlapping.
+    uint32_t bits = uint32_t(b) << 23;     // 2^(b - 127) for b = 1..254
+    bits = b == 0 ? 0x00400000u : bits;   // 2^-127, subnormal
+    bits = b == 255 ? 0x7FC00000u : bits; // NaN
+    return __uint_as_float(bits);
 }
 
 __device__ __forceinline__ float e4m3_to_float(uint8_t v)

@@ -13,7 +13,8 @@ namespace smla {
 
 // Raw chunk j of `row` (16 E4M3 values `v`, read from BF16 chunk 2j of a tile of `rows`
 // rows) widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
-__device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, int j, uint4 v, float scale)
+// 16 E4M3 values widened to BF16 times `scale`, exactly: the first 8 in lo, the rest in hi.
+__device__ __forceinline__ void widen_chunk(uint4 v, float scale, uint4 &lo, uint4 &hi)
 {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t o[8];
@@ -22,8 +23,15 @@ __device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, 
         o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
         o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
     }
-    *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j)) = make_uint4(o[0], o[1], o[2], o[3]);
-    *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = make_uint4(o[4], o[5], o[6], o[7]);
+    lo = make_uint4(o[0], o[1], o[2], o[3]);
+    hi = make_uint4(o[4], o[5], o[6], o[7]);
+}
+__device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, int j, uint4 v, float scale)
+{
+    uint4 lo, hi;
+    widen_chunk(v, scale, lo, hi);
+    *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j)) = lo;
+    *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = hi;
 }
 
 // fp8_ds_mla rows: 28 16-byte chunks of E4M3 NoPE data, then 8 chunks of BF16 RoPE.

@@ -139,22 +139,46 @@ __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh
 }
 
 // The landed raw data of one half widened to BF16 in place by the 128 threads of a WG.
-// Two rows per warp instruction (four lanes each on 4 consecutive raw chunks of row r and
-// of row r + 1), so the 16-byte accesses fall on 8 distinct bank groups per phase. Two
-// chunks' shared-memory loads in flight at a time: with four, the consumers spill.
+// Thread (warp w, lane) takes raw chunk j = 16 half + 4 (lane / 8) + lane % 4 of rows
+// r = 16 w + (lane / 4) % 2 + 2 it, it = 0..7: two rows per warp instruction, so the
+// 16-byte accesses fall on 8 distinct bank groups per phase. j is fixed over the half,
+// so every swizzled offset is a per-thread base plus a constant of `it` (r & 7 =
+// (lane / 4) % 2 ^ 2 (it & 3)), and the work has no branches: a chunk that is not raw (a
+// BF16 row's, or one past an fp8_ds_mla row's NoPE part) is converted but not stored.
+// Two chunks' shared-memory loads in flight at a time: with four, the consumers spill.
 __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 {
     constexpr int kBatch = 2;
     const int warp = tid / 32, lane = tid % 32;
+    const int j = 16 * half + (lane / 8) * 4 + lane % 4, b = (lane / 4) % 2, row0 = warp * 16 + b;
+    const int x0 = (2 * (j % 4)) ^ b; // BF16 chunk 2j of row r sits at chunk x0 ^ 2 (it & 3) of its block
+    uint8_t *base = sh.tile(buf) + (j / 4) * (kRows * 128) + row0 * 128;
+    const uint64_t *info = sh.rows + buf * kRows + row0;
+    const uint8_t *scales = sh.scale_rows(buf, half) + 8 * row0 + j / 4;
+    const bool nope = j < kDsNopeChunks;
 #pragma unroll 1
     for (int it0 = 0; it0 < 8; it0 += kBatch) {
-        int row[kBatch], j[kBatch];
+        uint32_t off[kBatch], tag[kBatch];
+        float scale[kBatch];
+        uint4 v[kBatch];
 #pragma unroll
         for (int i = 0; i < kBatch; i++) {
-            row[i] = warp * 16 + 2 * (it0 + i) + (lane / 4) % 2;
-            j[i] = 16 * half + (lane / 8) * 4 + lane % 4;
+            const int it = it0 + i;
+            off[i] = it * 256 + ((x0 ^ (2 * (it & 3))) << 4);
+            tag[i] = static_cast<uint32_t>(info[2 * it] & kRowTags);
+            scale[i] = ue8m0_to_float(scales[16 * it]); // read for every row: no branch before the next loads
+            v[i] = *reinterpret_cast<const uint4 *>(base + off[i]);
         }
-        widen_raw_chunks(sh.tile(buf), sh.scale_rows(buf, half), kRows, sh.rows + buf * kRows, row, j);
+#pragma unroll
+        for (int i = 0; i < kBatch; i++) {
+            const bool ds = tag[i] & kRowDsMla;
+            uint4 lo, hi;
+            widen_chunk(v[i], ds ? scale[i] : 1.f, lo, hi);
+            if ((tag[i] & kRowE4M3) || (ds && nope)) {
+                *reinterpret_cast<uint4 *>(base + off[i]) = lo;
+                *reinterpret_cast<uint4 *>(base + (off[i] ^ 16)) = hi; // BF16 chunk 2j + 1
+            }
+        }
     }
 }
 
