@@ -151,7 +151,7 @@ float smla_bf16_to_float(uint16_t bits);
 uint16_t smla_float_to_bf16(float value);
 float smla_e4m3_to_float(uint8_t bits);
 uint8_t smla_float_to_e4m3(float value);
-float smla_ue8m0_to_float(uint8_t bits); /* 2^(bits - 127) */
+float smla_ue8m0_to_float(uint8_t bits); /* 2^(bits - 127); 255 is NaN */
 
 /* ---------------------------------------------------------------- batch planner */
 
