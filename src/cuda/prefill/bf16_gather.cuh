@@ -11,8 +11,6 @@
 
 namespace smla {
 
-// Raw chunk j of `row` (16 E4M3 values `v`, read from BF16 chunk 2j of a tile of `rows`
-// rows) widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
 // 16 E4M3 values widened to BF16 times `scale`, exactly: the first 8 in lo, the rest in hi.
 __device__ __forceinline__ void widen_chunk(uint4 v, float scale, uint4 &lo, uint4 &hi)
 {
@@ -26,6 +24,8 @@ __device__ __forceinline__ void widen_chunk(uint4 v, float scale, uint4 &lo, uin
     lo = make_uint4(o[0], o[1], o[2], o[3]);
     hi = make_uint4(o[4], o[5], o[6], o[7]);
 }
+// Raw chunk j of `row` (16 E4M3 values `v`, read from BF16 chunk 2j of a tile of `rows`
+// rows) widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
 __device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, int j, uint4 v, float scale)
 {
     uint4 lo, hi;
