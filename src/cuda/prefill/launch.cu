@@ -112,7 +112,8 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
-cudaError_t launch(const AttentionParams &p, bool fp8_path, bool decodes_only, int sm_count, cudaStream_t stream)
+// walk: a heads-on-M FP8 launch takes fp8m's walking form (fp8m_walks).
+cudaError_t launch(const AttentionParams &p, bool fp8_path, bool walk, int sm_count, cudaStream_t stream)
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
@@ -122,7 +123,7 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, bool decodes_only, i
     default:
         if (!fp8_path)
             err = launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
-        else if (fp8m_walks(p, sm_count, decodes_only))
+        else if (walk)
             err = launch_heads_on_m(fp8m::kernel<true>, fp8m::Layout::kBytes, sm_count, p, stream);
         else
             err = launch_heads_on_m(fp8m::kernel<false>, fp8m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
@@ -182,7 +183,6 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.num_heads = pr->num_heads;
     const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
     const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
-    const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
     // 64-head groups always take a heads-on-M kernel (fp8m or bf16m), whatever the batch
     // (their arithmetic differs from the other kernels', so a batch-dependent choice would
     // break bit-identity). 8-32 heads: FP8, heads per warpgroup (at most 32: a WG holds
@@ -245,10 +245,12 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #ifdef SMLA_TIMELINE
     timeline_clear(p, stream);
 #endif
-    const cudaError_t err = launch(p, fp8_path, decodes_only, ctx->sm_count, stream);
+    const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
+    const bool walk = fp8_path && fp8m_walks(p, ctx->sm_count, decodes_only);
+    const cudaError_t err = launch(p, fp8_path, walk, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
     // A walking fp8m launch has a CTA per SM, any other heads-on-M launch one per item.
-    timeline_write(p, fp8_path, fp8_path && fp8m_walks(p, ctx->sm_count, decodes_only) ? ctx->sm_count : items, stream);
+    timeline_write(p, fp8_path, walk ? ctx->sm_count : items, stream);
 #endif
     if (err != cudaSuccess)
         return smla_fail(ctx, SMLA_ERR_CUDA, "sparse attention launch failed: %s", cudaGetErrorString(err));
