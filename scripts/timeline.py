@@ -4,8 +4,9 @@
 launch.cu) and prints,
 per file, the median of each phase over the CTAs (cycles of the SM clock, and us at the
 clock measured by %globaltimer), the steady time per pair of tiles, the fixed cost per CTA
-(its time minus its pairs at the steady rate) and the gap between consecutive CTAs on one
-SM.  usage: scripts/timeline.py DIR_OR_FILES..."""
+(its time minus its pairs at the steady rate), the gap between consecutive CTAs on one
+SM, and for bf16m where a pair's time goes (WG 0's waits for its halves, its widening and
+its wait for S; the producer's waits for a free half).  usage: scripts/timeline.py DIR_OR_FILES..."""
 import glob
 import os
 import statistics
@@ -15,7 +16,7 @@ from collections import defaultdict
 
 MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
          "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
-         "end_ns", "sm", "start_ns"]
+         "end_ns", "sm", "start_ns", "ready_wait", "widen", "score", "free_wait"]
 M = {name: i for i, name in enumerate(MARKS)}
 # (label, from mark, to mark): phases in the order a CTA meets them
 PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
@@ -57,6 +58,13 @@ def report(path):
         fixed = med([r[M["finished"]] - r[M["entry"]] - r[M["pairs"]] * s for r in rows])
         print("  %-40s %9.0f cycles %7.2f us" % ("steady pair (middle pairs)", s, s / ghz / 1000))
         print("  %-40s %9.0f cycles %7.2f us" % ("fixed per CTA (total - pairs x steady)", fixed, fixed / ghz / 1000))
+    # Cycles summed over a CTA's pairs (bf16m only), per pair.
+    for label, name in (("per pair: WG 0 waits for its halves", "ready_wait"), ("per pair: WG 0 widens", "widen"),
+                        ("per pair: WG 0 waits for S", "score"), ("per pair: producer waits for a free half", "free_wait")):
+        xs = [r[M[name]] / r[M["pairs"]] for r in rows if r[M[name]] > 0]
+        if xs:
+            c = med(xs)
+            print("  %-40s %9.0f cycles %7.2f us" % (label, c, c / ghz / 1000))
     by_sm = defaultdict(list)
     for r in rows:
         by_sm[r[M["sm"]]].append((r[M["start_ns"]], r[M["end_ns"]]))

@@ -3,7 +3,9 @@
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
 // Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
-// CTA's start and end (nanoseconds, comparable across SMs). The split-KV combine records
+// CTA's start and end (nanoseconds, comparable across SMs); 16-19 cycles summed over the
+// CTA's pairs (bf16m: what WG 0 spends waiting for a half to land, widening and on S,
+// and what the producer spends waiting for a half to be freed). The split-KV combine records
 // %globaltimer at its CTAs' start, once the attention kernel is done (its grid wait),
 // once the token is looked up, and at the end.
 #pragma once
@@ -13,10 +15,11 @@ namespace smla {
 namespace timeline {
 
 constexpr int kCtas = 1 << 15; // CTAs recorded per launch (the first ones)
-constexpr int kMarks = 16;
+constexpr int kMarks = 20;
 enum Mark {
     kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
-    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs
+    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs,
+    kReadyWaitCycles, kWidenCycles, kScoreCycles, kFreeWaitCycles
 };
 
 enum CombineMark { kCombineStart, kCombineWaited, kCombineLookedUp, kCombineEnd, kCombineMarks };
@@ -37,6 +40,7 @@ __device__ __forceinline__ void set(int mark, uint64_t value)
         g_marks[blockIdx.x][mark] = value;
 }
 __device__ __forceinline__ void mark(int mark) { set(mark, clock64()); }
+__device__ __forceinline__ uint64_t now() { return clock64(); }
 __device__ __forceinline__ void start()
 {
     uint32_t sm;
@@ -54,6 +58,7 @@ __device__ __forceinline__ void combine_mark(int mark)
 #else
 __device__ __forceinline__ void set(int, uint64_t) {}
 __device__ __forceinline__ void mark(int) {}
+__device__ __forceinline__ uint64_t now() { return 0; } // sums of now() differences fold away
 __device__ __forceinline__ void start() {}
 __device__ __forceinline__ void end() {}
 __device__ __forceinline__ void combine_mark(int) {}

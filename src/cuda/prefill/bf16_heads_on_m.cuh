@@ -193,6 +193,7 @@ template <bool kRaw>
 __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
     const int pairs = (w.ntiles + 1) / 2;
+    uint64_t free_wait = 0; // timeline builds only
     EntrySlot next[2];
     pair_slots(p, w, t, 0, tid, next);
     if (tid == 0)
@@ -204,7 +205,9 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
 #pragma unroll
         for (int f = 0; f < 4; f++) {
             const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
+            const uint64_t t0 = timeline::now();
             mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
+            free_wait += timeline::now() - t0;
             if (f < 2) { // the first half of each buffer: its rows
                 if (tid < kRows) { // warps 0 and 1
                     uint64_t scale_row = 0;
@@ -227,6 +230,8 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         if (tid == 0 && k == 0)
             timeline::mark(timeline::kProducerFilled);
     }
+    if (tid == 0)
+        timeline::set(timeline::kFreeWaitCycles, free_wait);
     cp_async_wait<0>(); // no copy outlives its thread
 }
 
@@ -257,13 +262,17 @@ struct Consumer {
     // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims; waits for both halves
     // (and widens them first when rows land raw: the other WG reads one half of this
     // tile for its P . V only after this WG's P is ready, so after the widening).
-    __device__ void score(float (&s)[32], int buf, int k) const
+    // cycles[0..2] (timeline builds): + the time waiting for the halves, widening, on S.
+    __device__ void score(float (&s)[32], int buf, int k, uint64_t (&cycles)[3]) const
     {
         const int first_half = wg == 0 ? 0 : 1; // the order the producer fills them in
         const SmemDesc desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.tile(buf), 0);
         for (int n = 0; n < 2; n++) {
             const int half = n == 0 ? first_half : 1 - first_half;
+            const uint64_t t0 = timeline::now();
             mbar_wait(&sh.ready[buf * 2 + half], k & 1);
+            const uint64_t t1 = timeline::now();
+            cycles[0] += t1 - t0;
             if (raw) {
                 widen_half(sh, buf, half, tid % 128);
                 fence_proxy_async();
@@ -271,6 +280,7 @@ struct Consumer {
                 if (tid == 0 && k == 0 && n == 0)
                     timeline::mark(timeline::kFirstTransposed); // the first half widened
             }
+            cycles[1] += timeline::now() - t1;
             fence_proxy_async();
             wgmma_fence();
 #pragma unroll
@@ -281,8 +291,10 @@ struct Consumer {
             }
             wgmma_commit();
         }
+        const uint64_t t2 = timeline::now();
         wgmma_wait<0>();
         fence_regs(s);
+        cycles[2] += timeline::now() - t2;
     }
 
     // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
@@ -329,11 +341,12 @@ struct Consumer {
         float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
         const int pairs = (w.ntiles + 1) / 2;
         const int own = wg, other = 1 - wg; // buffers
+        uint64_t cycles[3] = {0, 0, 0};     // timeline builds only: see score
         for (int k = 0; k < pairs; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
             if (tid == 0 && k == pairs - 1)
                 timeline::mark(timeline::kLastPairStart);
-            score(s, own, k);
+            score(s, own, k, cycles);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
@@ -394,6 +407,9 @@ struct Consumer {
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, pairs);
+            timeline::set(timeline::kReadyWaitCycles, cycles[0]);
+            timeline::set(timeline::kWidenCycles, cycles[1]);
+            timeline::set(timeline::kScoreCycles, cycles[2]);
             timeline::end();
         }
     }
