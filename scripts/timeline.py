@@ -16,7 +16,8 @@ from collections import defaultdict
 
 MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
          "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
-         "end_ns", "sm", "start_ns", "ready_wait", "widen", "score", "free_wait"]
+         "end_ns", "sm", "start_ns", "ready_wait", "widen", "score", "free_wait",
+         "rows", "copy", "wg1_ready_wait", "wg1_widen"]
 M = {name: i for i, name in enumerate(MARKS)}
 # (label, from mark, to mark): phases in the order a CTA meets them
 PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
@@ -60,7 +61,9 @@ def report(path):
         print("  %-40s %9.0f cycles %7.2f us" % ("fixed per CTA (total - pairs x steady)", fixed, fixed / ghz / 1000))
     # Cycles summed over a CTA's pairs (bf16m only), per pair.
     for label, name in (("per pair: WG 0 waits for its halves", "ready_wait"), ("per pair: WG 0 widens", "widen"),
-                        ("per pair: WG 0 waits for S", "score"), ("per pair: producer waits for a free half", "free_wait")):
+                        ("per pair: WG 0 waits for S", "score"), ("per pair: producer waits for a free half", "free_wait"),
+                        ("per pair: producer on row addresses", "rows"), ("per pair: producer issues copies", "copy"),
+                        ("per pair: WG 1 waits for its halves", "wg1_ready_wait"), ("per pair: WG 1 widens", "wg1_widen")):
         xs = [r[M[name]] / r[M["pairs"]] for r in rows if r[M[name]] > 0]
         if xs:
             c = med(xs)

@@ -3,9 +3,11 @@
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
 // Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
-// CTA's start and end (nanoseconds, comparable across SMs); 16-19 cycles summed over the
-// CTA's pairs (bf16m: what WG 0 spends waiting for a half to land, widening and on S,
-// and what the producer spends waiting for a half to be freed). The split-KV combine records
+// CTA's start and end (nanoseconds, comparable across SMs); 16-23 cycles summed over the
+// CTA's pairs (bf16m: what WG 0 spends waiting for a half to land, widening and on S;
+// what the producer's first thread spends waiting for a half to be freed, on a tile's
+// row addresses (to the producer's barrier) and issuing a half's copies; WG 1's waits
+// for its halves and its widening). The split-KV combine records
 // %globaltimer at its CTAs' start, once the attention kernel is done (its grid wait),
 // once the token is looked up, and at the end.
 #pragma once
@@ -15,11 +17,12 @@ namespace smla {
 namespace timeline {
 
 constexpr int kCtas = 1 << 15; // CTAs recorded per launch (the first ones)
-constexpr int kMarks = 20;
+constexpr int kMarks = 24;
 enum Mark {
     kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
     kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs,
-    kReadyWaitCycles, kWidenCycles, kScoreCycles, kFreeWaitCycles
+    kReadyWaitCycles, kWidenCycles, kScoreCycles, kFreeWaitCycles,
+    kRowsCycles, kCopyCycles, kWg1ReadyWaitCycles, kWg1WidenCycles
 };
 
 enum CombineMark { kCombineStart, kCombineWaited, kCombineLookedUp, kCombineEnd, kCombineMarks };

@@ -193,7 +193,7 @@ template <bool kRaw>
 __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
     const int pairs = (w.ntiles + 1) / 2;
-    uint64_t free_wait = 0; // timeline builds only
+    uint64_t free_wait = 0, rows_time = 0, copy_time = 0; // timeline builds only
     EntrySlot next[2];
     pair_slots(p, w, t, 0, tid, next);
     if (tid == 0)
@@ -207,7 +207,8 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
             const uint64_t t0 = timeline::now();
             mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
-            free_wait += timeline::now() - t0;
+            const uint64_t t1 = timeline::now();
+            free_wait += t1 - t0;
             if (f < 2) { // the first half of each buffer: its rows
                 if (tid < kRows) { // warps 0 and 1
                     uint64_t scale_row = 0;
@@ -220,18 +221,24 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
                 }
                 named_barrier(kProducer, 128);
             }
+            const uint64_t t2 = timeline::now();
+            rows_time += t2 - t1;
             if (kRaw)
                 copy_half(p, sh, buf, half, tid);
             else
                 copy_bf16_half(p, sh, buf, half, tid);
             mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
             mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
+            copy_time += timeline::now() - t2;
         }
         if (tid == 0 && k == 0)
             timeline::mark(timeline::kProducerFilled);
     }
-    if (tid == 0)
+    if (tid == 0) {
         timeline::set(timeline::kFreeWaitCycles, free_wait);
+        timeline::set(timeline::kRowsCycles, rows_time);
+        timeline::set(timeline::kCopyCycles, copy_time);
+    }
     cp_async_wait<0>(); // no copy outlives its thread
 }
 
@@ -404,6 +411,10 @@ struct Consumer {
             timeline::mark(timeline::kLoopDone);
         finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                1.f);
+        if (tid == 128) {
+            timeline::set(timeline::kWg1ReadyWaitCycles, cycles[0]);
+            timeline::set(timeline::kWg1WidenCycles, cycles[1]);
+        }
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, pairs);
