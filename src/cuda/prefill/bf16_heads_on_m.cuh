@@ -97,6 +97,22 @@ __device__ __forceinline__ void copy_bf16_row_half(const AttentionParams &p, uin
         cp_async16(dst + m * (kRows * 128), src + 128 * m, a ? 16 : 0);
 }
 
+// The shared-memory loads of a half's copies, all issued before the first copy: the
+// copies' asm (a "memory" clobber) keeps a load after one from moving ahead of it, and
+// one round trip per row (two for fp8_ds_mla rows, whose scale rows also have an address)
+// added up behind the widening's shared-memory traffic (timeline, session 12).
+struct HalfRows {
+    uint64_t a[4], scale_row[4]; // rows g, g + 16, g + 32, g + 48: tagged addresses
+    __device__ HalfRows(const Shared &sh, int buf, int g, bool scales)
+    {
+#pragma unroll
+        for (int jr = 0; jr < 4; jr++) {
+            a[jr] = sh.rows[buf * kRows + g + 16 * jr];
+            scale_row[jr] = scales ? sh.scale_rows_addr[buf * kRows + g + 16 * jr] : 0;
+        }
+    }
+};
+
 // One half (256 dims) of buffer `buf` by the 128 producer threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16, g + 32, g + 48.
 // E4M3 data lands raw (its chunk j at BF16 chunk 2j), fp8_ds_mla RoPE at BF16 chunks
@@ -106,10 +122,11 @@ __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int
     const int g = tid / 8, i = tid % 8;
     uint8_t *tile = sh.tile(buf);
     uint8_t *scales = sh.scale_rows(buf, half);
+    const HalfRows r(sh, buf, g, true);
 #pragma unroll
     for (int jr = 0; jr < 4; jr++) {
         const int row = g + 16 * jr;
-        const uint64_t a = sh.rows[buf * kRows + row], data = a & ~kRowTags;
+        const uint64_t a = r.a[jr], data = a & ~kRowTags;
         if (a & (kRowE4M3 | kRowDsMla)) {
 #pragma unroll
             for (int m = 0; m < 2; m++) {
@@ -121,7 +138,7 @@ __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int
                 if (half == 1)
                     copy_rope_chunk(tile, kRows, row, data, i);
                 if (i == 0)
-                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(sh.scale_rows_addr[buf * kRows + row]), 8);
+                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(r.scale_row[jr]), 8);
             }
         } else { // BF16 row, or zero fill
             copy_bf16_row_half(p, tile, row, a, half, i);
@@ -133,9 +150,10 @@ __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int
 __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
 {
     const int g = tid / 8, i = tid % 8;
+    const HalfRows r(sh, buf, g, false);
 #pragma unroll
     for (int jr = 0; jr < 4; jr++)
-        copy_bf16_row_half(p, sh.tile(buf), g + 16 * jr, sh.rows[buf * kRows + g + 16 * jr], half, i);
+        copy_bf16_row_half(p, sh.tile(buf), g + 16 * jr, r.a[jr], half, i);
 }
 
 // The landed raw data of one half widened to BF16 in place by the 128 threads of a WG.

@@ -114,14 +114,19 @@ struct Shared : HandoffSmem {
 // One half (256 dims) of K buffer `buf` by the 128 producer threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks 16 half + i and 16 half + i + 8 of rows g,
 // g + 16, g + 32, g + 48 (one swizzle for all: row % 8 = g % 8). Invalid rows are
-// zero-filled.
+// zero-filled. The four row addresses are loaded before the first copy (one shared-memory
+// round trip, not one per row: a copy's asm keeps later loads behind it).
 __device__ __forceinline__ void copy_k_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
 {
     const int g = tid / 8, i = tid % 8;
     uint8_t *dst = sh.k(buf) + 2 * half * (kRows * 128) + swizzle128(g, 16 * i);
+    uint64_t rows[4];
+#pragma unroll
+    for (int jr = 0; jr < 4; jr++)
+        rows[jr] = sh.rows[buf * kRows + g + 16 * jr];
 #pragma unroll
     for (int jr = 0; jr < 4; jr++) {
-        const uint64_t a = sh.rows[buf * kRows + g + 16 * jr];
+        const uint64_t a = rows[jr];
         // An invalid row reads nothing (size 0) from a valid address: Q.
         const uint8_t *src = (a ? reinterpret_cast<const uint8_t *>(a) : static_cast<const uint8_t *>(p.q)) +
                              256 * half + 16 * i;
