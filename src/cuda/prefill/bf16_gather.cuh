@@ -97,33 +97,53 @@ template <int kRows, int kThreads> struct Bf16Gather {
         }
     }
 
+    // Chunk c (of 64) of one tile row: `a` its tagged address (0: zero-filled), `scale_row`
+    // its fp8_ds_mla scale row's address. See load_tile.
+    static __device__ __forceinline__ void copy_row_chunk(uint8_t *tile, uint8_t *scales, int row, int c, uint64_t a,
+                                                          uint64_t scale_row, const void *dummy)
+    {
+        const uint64_t data = a & ~kRowTags;
+        if (a & kRowE4M3) {
+            if (c < 32)
+                copy_raw_chunk(tile, kRows, row, data, c);
+        } else if (a & kRowDsMla) {
+            if (c < kDsNopeChunks)
+                copy_raw_chunk(tile, kRows, row, data, c);
+            else if (c < kDsNopeChunks + kDsRopeChunks)
+                copy_rope_chunk(tile, kRows, row, data, c - kDsNopeChunks);
+            else if (c == kDsNopeChunks + kDsRopeChunks)
+                cp_async8(scales + 8 * row, reinterpret_cast<const void *>(scale_row), 8);
+        } else {
+            const void *src = a ? reinterpret_cast<const void *>(data + 16 * c) : dummy;
+            cp_async16(tile + tile_offset(kRows, row, 16 * c), src, a ? 16 : 0);
+        }
+    }
+
     // Issues the gather of one tile (rows whose info is 0 are zero-filled), all with
     // cp.async. BF16 rows land where they are used. E4M3 data (`fp8` rows, the NoPE part
     // of `fp8_ds_mla` rows) lands raw: its 16-byte chunk j (16 values) at the place of
     // the BF16 chunk 2j, to be widened in place by dequant_tile; the RoPE part of an
     // `fp8_ds_mla` row lands at BF16 chunks 56..63 and its 8 scale bytes in `scales`.
+    // Row addresses are loaded kBatch rows at a time before their copies: a copy's asm
+    // keeps a later load behind it, so a load per copy costs a shared-memory round trip.
     static __device__ void load_tile(uint8_t *tile, uint8_t *scales, const uint64_t *info,
                                      const uint64_t *scale_rows, const void *dummy)
     {
-        const int tid = threadIdx.x;
-#pragma unroll 8
-        for (int k = 0; k < kRows * 64 / kThreads; k++) {
-            const int row = tid / 64 + (kThreads / 64) * k, c = tid % 64;
-            const uint64_t a = info[row], data = a & ~kRowTags;
-            if (a & kRowE4M3) {
-                if (c < 32)
-                    copy_raw_chunk(tile, kRows, row, data, c);
-            } else if (a & kRowDsMla) {
-                if (c < kDsNopeChunks)
-                    copy_raw_chunk(tile, kRows, row, data, c);
-                else if (c < kDsNopeChunks + kDsRopeChunks)
-                    copy_rope_chunk(tile, kRows, row, data, c - kDsNopeChunks);
-                else if (c == kDsNopeChunks + kDsRopeChunks)
-                    cp_async8(scales + 8 * row, reinterpret_cast<const void *>(scale_rows[row]), 8);
-            } else {
-                const void *src = a ? reinterpret_cast<const void *>(data + 16 * c) : dummy;
-                cp_async16(tile + tile_offset(kRows, row, 16 * c), src, a ? 16 : 0);
+        constexpr int kPerThread = kRows * 64 / kThreads, kBatch = 4;
+        static_assert(kPerThread % kBatch == 0, "whole batches");
+        const int tid = threadIdx.x, c = tid % 64;
+#pragma unroll 2
+        for (int k0 = 0; k0 < kPerThread; k0 += kBatch) {
+            uint64_t a[kBatch], scale_row[kBatch]; // scale_row: read for every row, used for fp8_ds_mla
+#pragma unroll
+            for (int i = 0; i < kBatch; i++) {
+                const int row = tid / 64 + (kThreads / 64) * (k0 + i);
+                a[i] = info[row];
+                scale_row[i] = scale_rows[row];
             }
+#pragma unroll
+            for (int i = 0; i < kBatch; i++)
+                copy_row_chunk(tile, scales, tid / 64 + (kThreads / 64) * (k0 + i), c, a[i], scale_row[i], dummy);
         }
     }
 

@@ -119,11 +119,20 @@ template <int kHT, bool kShared> struct TokenWG {
 #pragma unroll
         for (int h = 0; h < 2; h++)
             dst[h] = tile + (c / 8) * (kRows * 128) + (r0 + warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
+        // Row addresses four at a time before their copies: a copy's asm keeps a later load
+        // behind it, so one load per copy would cost a shared-memory round trip each.
 #pragma unroll
-        for (int k = 0; k < kMine / 4; k++) {
-            const uint64_t a = info[r0 + warp + 4 * k] & ~kRowTags; // all rows are E4M3 here
-            const void *src = a ? reinterpret_cast<const void *>(a + c * 16) : p.q;
-            cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a ? 16 : 0);
+        for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
+            uint64_t a[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                a[i] = info[r0 + warp + 4 * (k0 + i)] & ~kRowTags; // all rows are E4M3 here
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int k = k0 + i;
+                const void *src = a[i] ? reinterpret_cast<const void *>(a[i] + c * 16) : p.q;
+                cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a[i] ? 16 : 0);
+            }
         }
     }
 
