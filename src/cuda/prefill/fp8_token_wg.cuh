@@ -121,6 +121,7 @@ template <int kHT, bool kShared> struct TokenWG {
             dst[h] = tile + (c / 8) * (kRows * 128) + (r0 + warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
         // Row addresses four at a time before their copies: a copy's asm keeps a later load
         // behind it, so one load per copy would cost a shared-memory round trip each.
+        static_assert((kMine / 4) % 4 == 0, "whole groups of four rows");
 #pragma unroll
         for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
             uint64_t a[4];
