@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
 """Where a heads-on-M CTA's time goes: reads the marks of a SMLA_TIMELINE build
 (src/cuda/common/timeline.cuh; files DIR/fp8m_*.bin and DIR/bf16m_*.bin written by
-launch.cu) and prints,
-per file, the median of each phase over the CTAs (cycles of the SM clock, and us at the
-clock measured by %globaltimer), the steady time per pair of tiles, the fixed cost per CTA
-(its time minus its pairs at the steady rate), the gap between consecutive CTAs on one
-SM, and for bf16m where a pair's time goes (WG 0's waits for its halves, its widening and
-its wait for S; the producer's waits for a free half).  usage: scripts/timeline.py DIR_OR_FILES..."""
+launch.cu) and prints, per file, the median of each phase over the CTAs (cycles of the SM
+clock, and us at the clock measured by %globaltimer), the steady time per pair of tiles,
+the fixed cost per CTA (its time minus its pairs at the steady rate), the gap between
+consecutive CTAs on one SM, and where a pair's time goes (the kernel's sums of cycles,
+labelled by SUMS).  usage: scripts/timeline.py DIR_OR_FILES..."""
 import glob
 import os
 import statistics
@@ -16,9 +15,16 @@ from collections import defaultdict
 
 MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
          "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
-         "end_ns", "sm", "start_ns", "ready_wait", "widen", "score", "free_wait",
-         "rows", "copy", "wg1_ready_wait", "wg1_widen"]
+         "end_ns", "sm", "start_ns"] + ["sum%d" % i for i in range(8)]
 M = {name: i for i, name in enumerate(MARKS)}
+# Labels of the eight sums (marks 16-23), per kernel: the order of its enum Sum.
+SUMS = {
+    "bf16m": ["WG 0 waits for its halves", "WG 0 widens", "WG 0 waits for S", "producer waits for a free half",
+              "producer on row addresses", "producer issues copies", "WG 1 waits for its halves", "WG 1 widens"],
+    "fp8m": ["producer waits for K to land", "producer waits for a free V^T half", "producer transposes",
+             "producer waits for a free K buffer", "producer refills K", "WG 0 waits for K in S",
+             "WG 0 in S (waits included)", "WG 0 waits for V^T"],
+}
 # (label, from mark, to mark): phases in the order a CTA meets them
 PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
           ("work item + barrier init", "grid_waited", "item_found"),
@@ -59,15 +65,12 @@ def report(path):
         fixed = med([r[M["finished"]] - r[M["entry"]] - r[M["pairs"]] * s for r in rows])
         print("  %-40s %9.0f cycles %7.2f us" % ("steady pair (middle pairs)", s, s / ghz / 1000))
         print("  %-40s %9.0f cycles %7.2f us" % ("fixed per CTA (total - pairs x steady)", fixed, fixed / ghz / 1000))
-    # Cycles summed over a CTA's pairs (bf16m only), per pair.
-    for label, name in (("per pair: WG 0 waits for its halves", "ready_wait"), ("per pair: WG 0 widens", "widen"),
-                        ("per pair: WG 0 waits for S", "score"), ("per pair: producer waits for a free half", "free_wait"),
-                        ("per pair: producer on row addresses", "rows"), ("per pair: producer issues copies", "copy"),
-                        ("per pair: WG 1 waits for its halves", "wg1_ready_wait"), ("per pair: WG 1 widens", "wg1_widen")):
-        xs = [r[M[name]] / r[M["pairs"]] for r in rows if r[M[name]] > 0]
+    # The kernel's sums of cycles over a CTA's pairs (its enum Sum), per pair.
+    for i, label in enumerate(SUMS.get(os.path.basename(path).split("_")[0], [])):
+        xs = [r[M["sum%d" % i]] / r[M["pairs"]] for r in rows if r[M["sum%d" % i]] > 0]
         if xs:
             c = med(xs)
-            print("  %-40s %9.0f cycles %7.2f us" % (label, c, c / ghz / 1000))
+            print("  %-46s %9.0f cycles %7.2f us" % ("per pair: " + label, c, c / ghz / 1000))
     by_sm = defaultdict(list)
     for r in rows:
         by_sm[r[M["sm"]]].append((r[M["start_ns"]], r[M["end_ns"]]))

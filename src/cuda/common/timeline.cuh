@@ -3,13 +3,10 @@
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
 // Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
-// CTA's start and end (nanoseconds, comparable across SMs); 16-23 cycles summed over the
-// CTA's pairs (bf16m: what WG 0 spends waiting for a half to land, widening and on S;
-// what the producer's first thread spends waiting for a half to be freed, on a tile's
-// row addresses (to the producer's barrier) and issuing a half's copies; WG 1's waits
-// for its halves and its widening). The split-KV combine records
-// %globaltimer at its CTAs' start, once the attention kernel is done (its grid wait),
-// once the token is looked up, and at the end.
+// CTA's start and end (nanoseconds, comparable across SMs); 16-23 eight sums of cycles
+// over the CTA's pairs, whose meaning each kernel gives (its enum Sum; scripts/timeline.py
+// labels them). The split-KV combine records %globaltimer at its CTAs' start, once the
+// attention kernel is done (its grid wait), once the token is looked up, and at the end.
 #pragma once
 #include <cstdint>
 
@@ -17,13 +14,11 @@ namespace smla {
 namespace timeline {
 
 constexpr int kCtas = 1 << 15; // CTAs recorded per launch (the first ones)
-constexpr int kMarks = 24;
 enum Mark {
     kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
-    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs,
-    kReadyWaitCycles, kWidenCycles, kScoreCycles, kFreeWaitCycles,
-    kRowsCycles, kCopyCycles, kWg1ReadyWaitCycles, kWg1WidenCycles
+    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs, kSum0
 };
+constexpr int kSums = 8, kMarks = kSum0 + kSums;
 
 enum CombineMark { kCombineStart, kCombineWaited, kCombineLookedUp, kCombineEnd, kCombineMarks };
 
@@ -44,6 +39,7 @@ __device__ __forceinline__ void set(int mark, uint64_t value)
 }
 __device__ __forceinline__ void mark(int mark) { set(mark, clock64()); }
 __device__ __forceinline__ uint64_t now() { return clock64(); }
+__device__ __forceinline__ void set_sum(int sum, uint64_t cycles) { set(kSum0 + sum, cycles); }
 __device__ __forceinline__ void start()
 {
     uint32_t sm;
@@ -62,6 +58,7 @@ __device__ __forceinline__ void combine_mark(int mark)
 __device__ __forceinline__ void set(int, uint64_t) {}
 __device__ __forceinline__ void mark(int) {}
 __device__ __forceinline__ uint64_t now() { return 0; } // sums of now() differences fold away
+__device__ __forceinline__ void set_sum(int, uint64_t) {}
 __device__ __forceinline__ void start() {}
 __device__ __forceinline__ void end() {}
 __device__ __forceinline__ void combine_mark(int) {}

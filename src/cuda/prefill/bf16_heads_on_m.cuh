@@ -38,6 +38,12 @@ using namespace heads_on_m;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
+// The timeline's sums (timeline.cuh), cycles over a CTA's pairs: WG 0's waits for its
+// halves, its widening (fence and WG barrier included) and its wait for S; the producer's
+// first thread waiting for a free half, on a tile's row addresses (to the producer's
+// barrier) and issuing a half's copies; WG 1's waits for its halves and its widening.
+enum Sum { kSumReadyWait, kSumWiden, kSumScoreWait, kSumFreeWait, kSumRows, kSumCopies, kSumWg1ReadyWait, kSumWg1Widen };
+
 struct Layout {
     static constexpr int kHalfBytes = kRows * 512;                    // 256 dims of 64 rows
     static constexpr int kTileBytes = 2 * kHalfBytes;
@@ -253,9 +259,9 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             timeline::mark(timeline::kProducerFilled);
     }
     if (tid == 0) {
-        timeline::set(timeline::kFreeWaitCycles, free_wait);
-        timeline::set(timeline::kRowsCycles, rows_time);
-        timeline::set(timeline::kCopyCycles, copy_time);
+        timeline::set_sum(kSumFreeWait, free_wait);
+        timeline::set_sum(kSumRows, rows_time);
+        timeline::set_sum(kSumCopies, copy_time);
     }
     cp_async_wait<0>(); // no copy outlives its thread
 }
@@ -430,15 +436,15 @@ struct Consumer {
         finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
                1.f);
         if (tid == 128) {
-            timeline::set(timeline::kWg1ReadyWaitCycles, cycles[0]);
-            timeline::set(timeline::kWg1WidenCycles, cycles[1]);
+            timeline::set_sum(kSumWg1ReadyWait, cycles[0]);
+            timeline::set_sum(kSumWg1Widen, cycles[1]);
         }
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, pairs);
-            timeline::set(timeline::kReadyWaitCycles, cycles[0]);
-            timeline::set(timeline::kWidenCycles, cycles[1]);
-            timeline::set(timeline::kScoreCycles, cycles[2]);
+            timeline::set_sum(kSumReadyWait, cycles[0]);
+            timeline::set_sum(kSumWiden, cycles[1]);
+            timeline::set_sum(kSumScoreWait, cycles[2]);
             timeline::end();
         }
     }

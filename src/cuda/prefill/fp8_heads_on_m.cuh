@@ -49,6 +49,13 @@ namespace fp8m {
 using namespace heads_on_m;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
+
+// The timeline's sums (timeline.cuh), cycles over a CTA's pairs: the producer's first
+// thread waiting for its K copies to land, for a free V^T half, transposing (fence and
+// arrival included), waiting for a free K buffer and refilling one (rows, barrier,
+// copies); WG 0 waiting for K halves in S, in S as a whole (waits included) and waiting
+// for V^T halves.
+enum Sum { kSumKLanded, kSumVFree, kSumTranspose, kSumKFree, kSumRefill, kSumKReady, kSumScore, kSumVReady };
 constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
 // How far a pair's tiles may pass the running max before it moves (exchange_max):
 // 2^0.8 x kPScale = 445.7 <= 448, E4M3's largest value.
@@ -285,6 +292,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         timeline::mark(timeline::kProducerFilled);
     bool has_next = kWalk && next_item(); // while the first copies are in flight
     int gk = 0;
+    uint64_t sums[5] = {0, 0, 0, 0, 0}; // timeline builds only: kSumKLanded .. kSumRefill
     for (;;) {
         const ItemInfo &cur = kWalk ? sh.items[(j - 1) % 2] : single;
         const int pairs = (cur.w.ntiles + 1) / 2;
@@ -297,11 +305,17 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
 #pragma unroll
             for (int x = 0; x < 4; x++) {
                 const int b = transpose_buf(x), h = transpose_half_of(x);
+                const uint64_t t0 = timeline::now();
                 mbar_wait(&sh.k_ready[b * 2 + h], gk & 1);
+                const uint64_t t1 = timeline::now();
                 mbar_wait(&sh.v_free[b * 2 + h], (gk & 1) ^ 1);
+                const uint64_t t2 = timeline::now();
                 transpose_half(sh, b, h, tid);
                 fence_proxy_async();
                 mbar_arrive(&sh.v_ready[b * 2 + h]);
+                sums[kSumKLanded] += t1 - t0;
+                sums[kSumVFree] += t2 - t1;
+                sums[kSumTranspose] += timeline::now() - t2;
                 if (tid == 0 && gk == 0 && x == 0)
                     timeline::mark(timeline::kFirstTransposed);
             }
@@ -310,8 +324,12 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
             if (more || has_next) {
 #pragma unroll
                 for (int b = 0; b < 2; b++) {
+                    const uint64_t t0 = timeline::now();
                     mbar_wait(&sh.k_free[b], gk & 1);
+                    const uint64_t t1 = timeline::now();
                     fill(b, next[b]);
+                    sums[kSumKFree] += t1 - t0;
+                    sums[kSumRefill] += timeline::now() - t1;
                 }
             }
         }
@@ -319,6 +337,9 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
             break;
         has_next = next_item(); // while the item's first copies are in flight
     }
+    if (tid == 0)
+        for (int i = 0; i < 5; i++)
+            timeline::set_sum(kSumKLanded + i, sums[i]);
     cp_async_wait<0>(); // no copy outlives its thread
 }
 
@@ -357,7 +378,8 @@ struct Consumer {
     // m64n32 halves (entries 0-31, 32-63), kSets half-steps in flight (registers: O, S and
     // kSets x 16).
     static constexpr int kSets = 2;
-    __device__ void score(float (&s)[32], int buf, int k) const
+    // kwait (timeline builds): + the time waiting for the K halves.
+    __device__ void score(float (&s)[32], int buf, int k, uint64_t &kwait) const
     {
         const SmemDesc desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.k(buf), 0);
         float part[kSets][16];
@@ -366,7 +388,9 @@ struct Consumer {
             if (n < 32) { // half-step n: K step n / 2, entries 32 (n % 2) ..
                 const int ks = n / 2, h = n % 2;
                 if (n % 16 == 0) { // each half of K as it lands
+                    const uint64_t t0 = timeline::now();
                     mbar_wait(&sh.k_ready[buf * 2 + n / 16], k & 1);
+                    kwait += timeline::now() - t0;
                     fence_proxy_async();
                 }
                 const uint32_t off = ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16; // Q, K: 64 rows each
@@ -436,7 +460,8 @@ struct Consumer {
 
     // One item; k0: the pairs of the CTA's items before it (the barrier phases and max
     // hand-offs run on across items).
-    template <bool kWalk> __device__ void run_item(const ItemInfo &it, int k0) const
+    // sums (timeline builds): + kSumKReady, kSumScore, kSumVReady.
+    template <bool kWalk> __device__ void run_item(const ItemInfo &it, int k0, uint64_t (&sums)[3]) const
     {
         float o[128];
 #pragma unroll
@@ -451,7 +476,9 @@ struct Consumer {
             const bool last = k + 1 == end;
             if (tid == 0 && last)
                 timeline::mark(timeline::kLastPairStart);
-            score(s, own, k);
+            const uint64_t t0 = timeline::now();
+            score(s, own, k, sums[0]);
+            sums[1] += timeline::now() - t0;
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
@@ -466,10 +493,14 @@ struct Consumer {
             // P for the other WG first: its P . V over this tile waits for it.
             store_p(hi, lo, own);
             named_arrive(kP0Ready + wg, 256);
+            const uint64_t t1 = timeline::now();
             mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
+            sums[2] += timeline::now() - t1;
             accumulate_own(o, hi, lo, own);
             named_barrier(kP0Ready + other, 256);
+            const uint64_t t2 = timeline::now();
             mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
+            sums[2] += timeline::now() - t2;
             accumulate_other(o, other);
             wgmma_wait<1>();
             fence_regs(o);
@@ -501,8 +532,9 @@ struct Consumer {
     template <bool kWalk> __device__ void run(const ItemInfo &single) const
     {
         int k0 = 0;
+        uint64_t sums[3] = {0, 0, 0}; // timeline builds only: kSumKReady .. kSumVReady
         if constexpr (!kWalk) {
-            run_item<false>(single, 0);
+            run_item<false>(single, 0, sums);
             k0 = (single.w.ntiles + 1) / 2;
         } else {
             for (int j = 0;; j++) {
@@ -514,13 +546,15 @@ struct Consumer {
                 fence_proxy_async(); // Q landed through cp.async: visible to wgmma
                 if (tid == 0 && j == 0)
                     timeline::mark(timeline::kQLanded);
-                run_item<true>(it, k0);
+                run_item<true>(it, k0, sums);
                 k0 += (it.w.ntiles + 1) / 2;
             }
         }
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, k0);
+            for (int i = 0; i < 3; i++)
+                timeline::set_sum(kSumKReady + i, sums[i]);
             timeline::end();
         }
     }
