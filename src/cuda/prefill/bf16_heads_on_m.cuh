@@ -217,7 +217,7 @@ template <bool kRaw>
 __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
     const int pairs = (w.ntiles + 1) / 2;
-    uint64_t free_wait = 0, rows_time = 0, copy_time = 0; // timeline builds only
+    uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumFreeWait .. kSumCopies
     EntrySlot next[2];
     pair_slots(p, w, t, 0, tid, next);
     if (tid == 0)
@@ -232,7 +232,7 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             const uint64_t t0 = timeline::now();
             mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
             const uint64_t t1 = timeline::now();
-            free_wait += t1 - t0;
+            sums[kSumFreeWait] += t1 - t0;
             if (f < 2) { // the first half of each buffer: its rows
                 if (tid < kRows) { // warps 0 and 1
                     uint64_t scale_row = 0;
@@ -246,23 +246,21 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
                 named_barrier(kProducer, 128);
             }
             const uint64_t t2 = timeline::now();
-            rows_time += t2 - t1;
+            sums[kSumRows] += t2 - t1;
             if (kRaw)
                 copy_half(p, sh, buf, half, tid);
             else
                 copy_bf16_half(p, sh, buf, half, tid);
             mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
             mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
-            copy_time += timeline::now() - t2;
+            sums[kSumCopies] += timeline::now() - t2;
         }
         if (tid == 0 && k == 0)
             timeline::mark(timeline::kProducerFilled);
     }
-    if (tid == 0) {
-        timeline::set_sum(kSumFreeWait, free_wait);
-        timeline::set_sum(kSumRows, rows_time);
-        timeline::set_sum(kSumCopies, copy_time);
-    }
+    if (tid == 0)
+        for (int i = kSumFreeWait; i <= kSumCopies; i++)
+            timeline::set_sum(i, sums[i]);
     cp_async_wait<0>(); // no copy outlives its thread
 }
 

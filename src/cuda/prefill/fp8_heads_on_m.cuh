@@ -292,7 +292,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         timeline::mark(timeline::kProducerFilled);
     bool has_next = kWalk && next_item(); // while the first copies are in flight
     int gk = 0;
-    uint64_t sums[5] = {0, 0, 0, 0, 0}; // timeline builds only: kSumKLanded .. kSumRefill
+    uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKLanded .. kSumRefill
     for (;;) {
         const ItemInfo &cur = kWalk ? sh.items[(j - 1) % 2] : single;
         const int pairs = (cur.w.ntiles + 1) / 2;
@@ -338,8 +338,8 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         has_next = next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
-        for (int i = 0; i < 5; i++)
-            timeline::set_sum(kSumKLanded + i, sums[i]);
+        for (int i = kSumKLanded; i <= kSumRefill; i++)
+            timeline::set_sum(i, sums[i]);
     cp_async_wait<0>(); // no copy outlives its thread
 }
 
@@ -461,7 +461,8 @@ struct Consumer {
     // One item; k0: the pairs of the CTA's items before it (the barrier phases and max
     // hand-offs run on across items).
     // sums (timeline builds): + kSumKReady, kSumScore, kSumVReady.
-    template <bool kWalk> __device__ void run_item(const ItemInfo &it, int k0, uint64_t (&sums)[3]) const
+    template <bool kWalk>
+    __device__ void run_item(const ItemInfo &it, int k0, uint64_t (&sums)[timeline::kSums]) const
     {
         float o[128];
 #pragma unroll
@@ -477,8 +478,8 @@ struct Consumer {
             if (tid == 0 && last)
                 timeline::mark(timeline::kLastPairStart);
             const uint64_t t0 = timeline::now();
-            score(s, own, k, sums[0]);
-            sums[1] += timeline::now() - t0;
+            score(s, own, k, sums[kSumKReady]);
+            sums[kSumScore] += timeline::now() - t0;
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
@@ -495,12 +496,12 @@ struct Consumer {
             named_arrive(kP0Ready + wg, 256);
             const uint64_t t1 = timeline::now();
             mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
-            sums[2] += timeline::now() - t1;
+            sums[kSumVReady] += timeline::now() - t1;
             accumulate_own(o, hi, lo, own);
             named_barrier(kP0Ready + other, 256);
             const uint64_t t2 = timeline::now();
             mbar_wait(&sh.v_ready[other * 2 + wg], k & 1);
-            sums[2] += timeline::now() - t2;
+            sums[kSumVReady] += timeline::now() - t2;
             accumulate_other(o, other);
             wgmma_wait<1>();
             fence_regs(o);
@@ -532,7 +533,7 @@ struct Consumer {
     template <bool kWalk> __device__ void run(const ItemInfo &single) const
     {
         int k0 = 0;
-        uint64_t sums[3] = {0, 0, 0}; // timeline builds only: kSumKReady .. kSumVReady
+        uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKReady .. kSumVReady
         if constexpr (!kWalk) {
             run_item<false>(single, 0, sums);
             k0 = (single.w.ntiles + 1) / 2;
@@ -553,8 +554,8 @@ struct Consumer {
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, k0);
-            for (int i = 0; i < 3; i++)
-                timeline::set_sum(kSumKReady + i, sums[i]);
+            for (int i = kSumKReady; i <= kSumVReady; i++)
+                timeline::set_sum(i, sums[i]);
             timeline::end();
         }
     }
