@@ -12,15 +12,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] || { echo "usage: $0 REV_A [REV_B]" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'for w in "$tmp"/tree_*; do [ -d "$w" ] && git -C "$root" worktree remove --force "$w"; done; rm -rf "$tmp"' EXIT
-flags=(-O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -std=c++17
-       -DSMLA_WITH_CUDA=1)
 build() { # REV|"" OUT
     local src=$root
     if [ -n "$1" ]; then
         src=$tmp/tree_$2
         git -C "$root" worktree add -q --detach "$src" "$1"
     fi
-    (cd "$src" && nvcc "${flags[@]}" -Iinclude -Isrc -c src/cuda/prefill/launch.cu -o "$tmp/$2.o")
+    "$root/scripts/sass_build.sh" "$src" "$tmp/$2.o"
 }
 build "$1" a &
 build "${2:-}" b &

@@ -5,7 +5,7 @@ a shared-memory round trip, and the copies' asm (a "memory" clobber) keeps the c
 from hoisting those loads: a gather that loads each row's address right before the row's
 copies pays one round trip per row, in series (PERF.md session 12: v37, v38). A low count
 (one per batch of rows) is what the gathers should show.
-  scripts/sass_copy_loads.py [OBJ]   (default: builds src/cuda/prefill/launch.cu)
+  scripts/sass_copy_loads.py [OBJ]   (default: this tree's kernels, scripts/sass_build.sh)
 Needs nvcc and cuobjdump on PATH (see scripts/sass_compare.sh)."""
 import os
 import re
@@ -14,14 +14,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-FLAGS = ["-O3", "-DNDEBUG", "-gencode=arch=compute_90a,code=sm_90a", "--expt-relaxed-constexpr", "-lineinfo",
-         "-std=c++17", "-DSMLA_WITH_CUDA=1"]
 WINDOW = 25  # instructions looked back from a copy
-
-
-def build(obj):
-    subprocess.run(["nvcc", *FLAGS, "-Iinclude", "-Isrc", "-c", "src/cuda/prefill/launch.cu", "-o", obj],
-                   cwd=ROOT, check=True)
 
 
 def kernels(obj):
@@ -68,7 +61,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         if obj is None:
             obj = os.path.join(tmp, "launch.o")
-            build(obj)
+            subprocess.run([os.path.join(ROOT, "scripts", "sass_build.sh"), ROOT, obj], check=True)
         for name, code in kernels(obj).items():
             copies = [i for i, ins in enumerate(code) if ins.startswith("LDGSTS")]
             fed = sum(fed_by_load(code, i) for i in copies)
