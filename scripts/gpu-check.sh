@@ -10,10 +10,12 @@
 #               and racecheck; initcheck over the plan's buffers); SANITIZE_TESTS=0
 #               leaves out the per-test runs
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
-#     profile   the gather ceilings, then ncu (full set) on one launch of each attention
-#               kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
-#               per-SASS-line stall samples (read them with scripts/sass_stalls.py);
-#               the kernel durations of small decode batches
+#     profile   ncu (full set, clocks as found) on one launch of bf16m at decode batch 128
+#               (fp8_ds_mla and BF16 rows), the gather ceilings, then one launch of each
+#               attention kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
+#               per-SASS-line stall samples (read them with scripts/sass_stalls.py); the
+#               kernel durations of small decode batches. PROFILE_DECODE=1: only the two
+#               decode profiles
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets, the gather ceilings (bench_gather) and the
@@ -279,21 +281,27 @@ profile)
     profile() {
         local name=$1
         shift
-        step "profile_$name" ncu --kernel-name regex:^kernel --launch-skip 2 --launch-count 1 --set full \
-            --import-source no -f -o "$out/$name" "$smla" bench --iters 1 "$@" &&
+        step "profile_$name" ncu --clock-control none --kernel-name regex:^kernel --launch-skip "${skip:-2}" \
+            --launch-count 1 --set full --import-source no -f -o "$out/$name" "$smla" bench --iters 1 "$@" &&
             step "details_$name" ncu --import "$out/$name.ncu-rep" --page details &&
             step "sass_$name" ncu --import "$out/$name.ncu-rep" --page source --csv --print-source sass
     }
-    step bench_gather "$build/bench/bench_gather"
-    profile fp8_h64 --preset flashmla-shapes
-    profile bf16_h64 --preset flashmla-shapes --q bf16 --kv bf16
-    profile fp8_h16 --preset v41-flash-tp4
-    # Decode at small batches: how the time splits between the attention kernel and the
-    # combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
-    for kv in fp8 fp8_ds_mla; do
-        step "decode_kernels_$kv" ncu --metrics gpu__time_duration.sum --launch-count 24 \
-            "$smla" bench --iters 1 --preset decode-v41-flash-tp1 --kv $kv
-    done
+    # bf16m at decode batch 128 (launches 8-11: batches 2 and 64 come first, four launches
+    # each with --iters 1), over fp8_ds_mla rows and over BF16 rows.
+    skip=10 profile ds_decode_b128 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
+    skip=10 profile bf16_decode_b128 --preset decode-v41-flash-tp1 --kv bf16
+    if [ "${PROFILE_DECODE:-0}" != 1 ]; then
+        step bench_gather "$build/bench/bench_gather"
+        profile fp8_h64 --preset flashmla-shapes
+        profile bf16_h64 --preset flashmla-shapes --q bf16 --kv bf16
+        profile fp8_h16 --preset v41-flash-tp4
+        # Decode at small batches: how the time splits between the attention kernel and
+        # the combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
+        for kv in fp8 fp8_ds_mla; do
+            step "decode_kernels_$kv" ncu --metrics gpu__time_duration.sum --launch-count 24 \
+                "$smla" bench --iters 1 --preset decode-v41-flash-tp1 --kv $kv
+        done
+    fi
     ;;
 esac
 
