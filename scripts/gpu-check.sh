@@ -275,26 +275,27 @@ ab)
     done
     ;;
 profile)
-    # The attention kernels are all named `kernel` (namespaces fp8wg, fp8m, bf16, bf16m); the
-    # first launches of a bench case are its warm-ups, so the third is profiled. Full
-    # section set, then the report's details and its per-SASS-line stall samples.
+    # The attention kernels are all named `kernel` (namespaces fp8wg, fp8m, bf16, bf16m);
+    # `profile NAME SKIP BENCH-ARGS...` profiles the launch after the first SKIP (with
+    # --iters 1 a bench case launches four times, three warm-ups first). Full section set,
+    # then the report's details and its per-SASS-line stall samples.
     profile() {
-        local name=$1
-        shift
-        step "profile_$name" ncu --clock-control none --kernel-name regex:^kernel --launch-skip "${skip:-2}" \
+        local name=$1 skip=$2
+        shift 2
+        step "profile_$name" ncu --clock-control none --kernel-name regex:^kernel --launch-skip "$skip" \
             --launch-count 1 --set full --import-source no -f -o "$out/$name" "$smla" bench --iters 1 "$@" &&
             step "details_$name" ncu --import "$out/$name.ncu-rep" --page details &&
             step "sass_$name" ncu --import "$out/$name.ncu-rep" --page source --csv --print-source sass
     }
     # bf16m at decode batch 128 (launches 8-11: batches 2 and 64 come first, four launches
     # each with --iters 1), over fp8_ds_mla rows and over BF16 rows.
-    skip=10 profile ds_decode_b128 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
-    skip=10 profile bf16_decode_b128 --preset decode-v41-flash-tp1 --kv bf16
+    profile ds_decode_b128 10 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
+    profile bf16_decode_b128 10 --preset decode-v41-flash-tp1 --kv bf16
     if [ "${PROFILE_DECODE:-0}" != 1 ]; then
         step bench_gather "$build/bench/bench_gather"
-        profile fp8_h64 --preset flashmla-shapes
-        profile bf16_h64 --preset flashmla-shapes --q bf16 --kv bf16
-        profile fp8_h16 --preset v41-flash-tp4
+        profile fp8_h64 2 --preset flashmla-shapes
+        profile bf16_h64 2 --preset flashmla-shapes --q bf16 --kv bf16
+        profile fp8_h16 2 --preset v41-flash-tp4
         # Decode at small batches: how the time splits between the attention kernel and
         # the combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
         for kv in fp8 fp8_ds_mla; do
