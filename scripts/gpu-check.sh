@@ -31,10 +31,11 @@
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
-#               A, b, c, ... twice. `::` separates several bench argument lists.
-#               AB_DETERMINISM=1 also runs `gpu_test_determinism --runs 2` on every tree
-#               (about 30 s each), AB_TESTS=1 every GPU test but the soak (about 50 s
-#               each); a tree must pass them to be benched.
+#               A, b, c, ... twice. `::` separates several bench argument lists; the
+#               tables come last (scripts/ab_table.py: best of the rounds, change
+#               against A). AB_DETERMINISM=1 also runs `gpu_test_determinism --runs 2` on
+#               every tree (about 30 s each), AB_TESTS=1 every GPU test but the soak
+#               (about 50 s each); a tree must pass them to be benched.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -273,6 +274,8 @@ ab)
             done
         done
     done
+    # The tables (best of the two rounds, change against A), printed last.
+    step ab_table python3 "$root/scripts/ab_table.py" "$out"
     ;;
 profile)
     # The attention kernels are all named `kernel` (namespaces fp8wg, fp8m, bf16, bf16m);
@@ -313,5 +316,6 @@ for f in "$out"/*.log; do
     tail -n 12 "$f"
 done
 echo "---- gpu ----"; cat "$out/gpu.txt"
+[ "$mode" = ab ] && { echo "---- A/B tables ----"; cat "$out/ab_table.log"; }
 echo "---- summary ($mode) ----"; cat "$summary"
 ! grep -q FAIL "$summary"

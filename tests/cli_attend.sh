@@ -9,13 +9,9 @@ smla=$1
 root=$2
 count=${3:-${SMLA_ATTEND_PROBLEMS:-40}}
 oracle="python3 $root/tests/oracle/oracle.py"
-failures=0
 checks=0
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common/cli.sh"
 
 if ! python3 -c 'import numpy' 2>/dev/null; then
     echo "FAIL: cli_attend needs python3 with numpy (pip install numpy)" >&2

@@ -3,14 +3,10 @@
 # errors and --list (no GPU needed). Usage: bash cli_demo.sh <smla-binary> <repo-root>
 set -u
 smla=$1
-failures=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common/cli.sh"
 
 expect() { # exit-code pattern args...
     local want=$1 pattern=$2

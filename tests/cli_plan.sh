@@ -3,12 +3,8 @@
 # arguments. Usage: bash cli_plan.sh <smla-binary> <repo-root>
 set -u
 smla=$1
-failures=0
 
-fail() {
-    echo "FAIL: $*" >&2
-    failures=$((failures + 1))
-}
+source "$(dirname "${BASH_SOURCE[0]}")/common/cli.sh"
 
 expect_json() { # expected-json args...
     local want=$1
