@@ -311,7 +311,8 @@ esac
 
 echo "---- logs (tails) ----"
 for f in "$out"/*.log; do
-    case $(basename "$f") in sass_*) continue ;; esac # per-SASS-line CSV: read it from $out
+    # per-SASS-line CSVs: read them from $out; the A/B tables: printed whole below
+    case $(basename "$f") in sass_* | ab_table.log) continue ;; esac
     echo "== $(basename "$f")"
     tail -n 12 "$f"
 done
