@@ -163,44 +163,40 @@ __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh
 }
 
 // The landed raw data of one half widened to BF16 in place by the 128 threads of a WG.
-// Thread (warp w, lane) takes raw chunk j = 16 half + 4 (lane / 8) + lane % 4 of rows
-// r = 16 w + (lane / 4) % 2 + 2 it, it = 0..7: two rows per warp instruction, so the
-// 16-byte accesses fall on 8 distinct bank groups per phase. j is fixed over the half,
-// so every swizzled offset is a per-thread base plus a constant of `it` (r & 7 =
-// (lane / 4) % 2 ^ 2 (it & 3)), and the work has no branches: a chunk that is not raw (a
-// BF16 row's, or one past an fp8_ds_mla row's NoPE part) is converted but not stored.
-// Two chunks' shared-memory loads in flight at a time: with four, the consumers spill.
+// Thread t takes row t % 64 and two of the half's four 64-dim blocks (2 (t / 64) and the
+// next), four raw chunks each: the row's tag is loaded once a half and its block's UE8M0
+// scale once per four chunks (per-chunk tags and scales made 34 of a chunk's 82
+// instructions; session 13's profile), and the four chunks' loads are in flight
+// together. A warp's lanes take 32 consecutive rows, so each 8-lane phase of a 16-byte
+// access meets 8 distinct bank groups through the 128-byte swizzle. Raw chunk j of a row
+// sits at BF16 chunk 2j; a chunk that is not raw (a BF16 row's, or past an fp8_ds_mla
+// row's NoPE part) is converted but not stored: no branches.
 __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
 {
-    constexpr int kBatch = 2;
-    const int warp = tid / 32, lane = tid % 32;
-    const int j = 16 * half + (lane / 8) * 4 + lane % 4, b = (lane / 4) % 2, row0 = warp * 16 + b;
-    const int x0 = (2 * (j % 4)) ^ b; // BF16 chunk 2j of row r sits at chunk x0 ^ 2 (it & 3) of its block
-    uint8_t *base = sh.tile(buf) + (j / 4) * (kRows * 128) + row0 * 128;
-    const uint64_t *info = sh.rows + buf * kRows + row0;
-    const uint8_t *scales = sh.scale_rows(buf, half) + 8 * row0 + j / 4;
-    const bool nope = j < kDsNopeChunks;
+    const int row = tid % kRows, r7 = row & 7;
+    const uint32_t tag = static_cast<uint32_t>(sh.rows[buf * kRows + row] & kRowTags);
+    const bool ds = tag & kRowDsMla, e4m3 = tag & kRowE4M3;
+    const uint8_t *scales = sh.scale_rows(buf, half) + 8 * row; // a block's scale; byte 7 is padding
 #pragma unroll 1
-    for (int it0 = 0; it0 < 8; it0 += kBatch) {
-        uint32_t off[kBatch], tag[kBatch];
-        float scale[kBatch];
-        uint4 v[kBatch];
+    for (int n = 0; n < 2; n++) {
+        const int blk = 4 * half + 2 * (tid / kRows) + n; // raw chunks 4 blk .. 4 blk + 3
+        const bool store = e4m3 || (ds && 4 * blk < kDsNopeChunks);
+        uint8_t *base = sh.tile(buf) + blk * (kRows * 128) + row * 128;
+        uint4 v[4];
 #pragma unroll
-        for (int i = 0; i < kBatch; i++) {
-            const int it = it0 + i;
-            off[i] = it * 256 + ((x0 ^ (2 * (it & 3))) << 4);
-            tag[i] = static_cast<uint32_t>(info[2 * it] & kRowTags);
-            scale[i] = ue8m0_to_float(scales[16 * it]); // read for every row: no branch before the next loads
-            v[i] = *reinterpret_cast<const uint4 *>(base + off[i]);
-        }
+        for (int q = 0; q < 4; q++)
+            v[q] = *reinterpret_cast<const uint4 *>(base + (((2 * q) ^ r7) << 4));
+        // Read for every row, after the data's loads: a scale read only for fp8_ds_mla rows
+        // went into a branch that the data's loads waited behind.
+        const float block_scale = ue8m0_to_float(scales[blk]);
+        const float scale = ds ? block_scale : 1.f;
 #pragma unroll
-        for (int i = 0; i < kBatch; i++) {
-            const bool ds = tag[i] & kRowDsMla;
+        for (int q = 0; q < 4; q++) {
             uint4 lo, hi;
-            widen_chunk(v[i], ds ? scale[i] : 1.f, lo, hi);
-            if ((tag[i] & kRowE4M3) || (ds && nope)) {
-                *reinterpret_cast<uint4 *>(base + off[i]) = lo;
-                *reinterpret_cast<uint4 *>(base + (off[i] ^ 16)) = hi; // BF16 chunk 2j + 1
+            widen_chunk(v[q], scale, lo, hi);
+            if (store) {
+                *reinterpret_cast<uint4 *>(base + (((2 * q) ^ r7) << 4)) = lo;
+                *reinterpret_cast<uint4 *>(base + (((2 * q + 1) ^ r7) << 4)) = hi;
             }
         }
     }
