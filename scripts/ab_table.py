@@ -15,9 +15,15 @@ import re
 import sys
 
 
+QUERY_TYPES = ("fp8", "bf16")
+
+
 def parse(path):
-    """{case: {column: text}} of one `smla bench` log (case names hold spaces: a row has
-    as many more fields than the header as its name has extra words)."""
+    """{case: {column: text}} of one `smla bench` log. Case names hold spaces, and so may
+    the last column (the --staging table's check: "agrees rel 2.5e-03"): where the first
+    column is the query type, the name ends before it and the last column takes every
+    field left over; otherwise a row has as many more fields than the header as its name
+    has extra words."""
     rows, header = collections.OrderedDict(), None
     for line in open(path):
         fields = line.split()
@@ -29,7 +35,12 @@ def parse(path):
         if header is None or len(fields) <= len(header):
             continue
         words = len(fields) - len(header)
-        rows[" ".join(fields[:words])] = dict(zip(header, fields[words:]))
+        if header[0] == "q":
+            words = next((i for i, f in enumerate(fields) if i > 0 and f in QUERY_TYPES), words)
+        values = fields[words:]
+        if len(values) > len(header):
+            values = values[: len(header) - 1] + [" ".join(values[len(header) - 1 :])]
+        rows[" ".join(fields[:words])] = dict(zip(header, values))
     return rows, header or []
 
 

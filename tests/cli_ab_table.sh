@@ -1,5 +1,6 @@
 # scripts/ab_table.py: the tables of an A/B run from its bench logs (two trees, two
-# rounds, a case whose name holds spaces), best of the rounds and the change against A;
+# rounds, a case whose name holds spaces, a --staging check column with spaces), best of
+# the rounds and the change against A;
 # exit 1 without logs. Usage: bash cli_ab_table.sh <smla-binary> <repo-root>
 set -u
 root=$2
@@ -23,6 +24,21 @@ grep -qF "| decode-v41-flash-tp1 b128 | 250 | 275 (+10.0%) |" <<<"$out" || fail 
 $out"
 out=$(python3 "$root/scripts/ab_table.py" "$dir" --column time_us) || fail "ab_table.py --column exited $?"
 grep -qF "| decode-v41-flash-tp1 b128 | 86.9 | 78 (-10.2%) |" <<<"$out" || fail "time_us table (lower is better):
+$out"
+# The --staging table, whose check column may hold spaces.
+staging() { # file speedup check...
+    local file=$1 speedup=$2
+    shift 2
+    cat >"$dir/$file" <<END
+smla bench: NVIDIA H200; 3 warm-up runs, median of 20; seed 1
+case                       q    tokens heads  entries   cap split gather_us   bf16_us staging_us direct_us speedup stagTF/s  dirTF/s  ws_GB  check
+v41-flash-tp1 q8192+p0     fp8    8192    64    574.9  1024  auto    1411.4    1610.9     3036.0    2109.9    $speedup    203.3    292.6   5.37  $*
+END
+}
+staging bench2_a1.log 1.44 identical
+staging bench2_b1.log 1.08 agrees rel 2.5e-03
+out=$(python3 "$root/scripts/ab_table.py" "$dir") || fail "ab_table.py exited $?"
+grep -qF "| v41-flash-tp1 q8192+p0 | 1.44 | 1.08 (-25.0%) |" <<<"$out" || fail "staging table (a check with spaces):
 $out"
 python3 "$root/scripts/ab_table.py" "$dir/none" 2>/dev/null && fail "no logs: exit 0"
 [ $failures -eq 0 ] && echo "cli_ab_table: all checks passed"
