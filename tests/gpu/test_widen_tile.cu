@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <vector>
 
@@ -56,14 +55,12 @@ __global__ void __launch_bounds__(heads_on_m::kThreads, 1)
     }
 }
 
-float uniform(unsigned *state) { return (float)rand_r(state) / (float)RAND_MAX; }
-
 } // namespace
 
 int main(void)
 {
-    unsigned seed = (unsigned)time(NULL);
-    printf("seed %u\n", seed);
+    smla_rng rng;
+    smla_rng_seed(&rng, smla_test_seed("gpu_test_widen_tile")); // SMLA_TEST_SEED repeats a run
     // Pools: fp8_ds_mla (4 blocks of 64) and fp8 (4 blocks of 64), rows of random values
     // whose 64-value tiles span very different magnitudes (so the UE8M0 scales differ).
     const int rows = 4 * kBlock;
@@ -71,8 +68,8 @@ int main(void)
     for (int r = 0; r < rows; r++)
         for (int d = 0; d < kDims; d++) {
             const float tile_mag = ldexpf(1.f, (r * 7 + d / kBlock * 5) % 40 - 25);
-            ds_rows[size_t(r) * kDims + d] = (uniform(&seed) * 2.f - 1.f) * tile_mag;
-            fp8_rows[size_t(r) * kDims + d] = (uniform(&seed) * 2.f - 1.f) * 300.f;
+            ds_rows[size_t(r) * kDims + d] = (float)(smla_rng_uniform(&rng) * 2 - 1) * tile_mag;
+            fp8_rows[size_t(r) * kDims + d] = (float)(smla_rng_uniform(&rng) * 2 - 1) * 300.f;
         }
     const int64_t ds_stride = smla_kv_block_bytes(SMLA_KV_FP8_DS_MLA, kBlock);
     const int64_t fp8_stride = smla_kv_block_bytes(SMLA_KV_FP8, kBlock);
@@ -86,9 +83,9 @@ int main(void)
     std::vector<int32_t> slots(2 * kRows);
     std::vector<uint8_t> swa(2 * kRows);
     for (int i = 0; i < 2 * kRows; i++) {
-        const unsigned kind = (unsigned)rand_r(&seed) % 8;
+        const int64_t kind = smla_rng_range(&rng, 0, 7);
         swa[i] = kind < 6;
-        slots[i] = kind == 7 ? -1 : rand_r(&seed) % rows;
+        slots[i] = kind == 7 ? -1 : (int32_t)smla_rng_range(&rng, 0, rows - 1);
     }
 
     uint8_t *d_ds, *d_fp8, *d_swa;
