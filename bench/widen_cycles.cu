@@ -43,13 +43,13 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
                 const int buf = t / heads_on_m::kRows, row = t % heads_on_m::kRows;
                 const int32_t slot = slots[(blockIdx.x * 7919 + r * 131 + t) % nslots];
                 uint64_t scale_row = 0;
-                sh.rows[buf * heads_on_m::kRows + row] = slot_row(p, EntrySlot{slot, true}, &scale_row);
-                sh.scale_rows_addr[buf * heads_on_m::kRows + row] = scale_row;
+                sh.rows(0, buf)[row] = slot_row(p, EntrySlot{slot, true}, &scale_row);
+                sh.scale_rows_addr(0, buf)[row] = scale_row;
             }
             named_barrier(heads_on_m::kProducer, 128);
             t0 = clock64();
             for (int f = 0; f < wgs; f++)
-                bf16m::copy_half(p, sh, bf16m::fill_buf(f), bf16m::fill_half(f), t);
+                bf16m::copy_half(p, sh, 0, bf16m::fill_buf(f), bf16m::fill_half(f), t);
             cp_async_commit();
             cp_async_wait<0>();
             named_barrier(heads_on_m::kProducer, 128);
@@ -58,7 +58,7 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
         __syncthreads();
         const long long t1 = clock64();
         if (wg < wgs)
-            bf16m::widen_half(sh, bf16m::fill_buf(wg), bf16m::fill_half(wg), t);
+            bf16m::widen_half(sh, 0, bf16m::fill_buf(wg), bf16m::fill_half(wg), t);
         __syncthreads();
         widen += clock64() - t1;
     }

@@ -36,18 +36,18 @@ __global__ void __launch_bounds__(heads_on_m::kThreads, 1)
     const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
     if (wg == 2) {
         uint64_t scale_row = 0;
-        sh.rows[t] = slot_row(p, EntrySlot{slots[t], swa[t] != 0}, &scale_row);
-        sh.scale_rows_addr[t] = scale_row;
+        sh.rows(0, t / kRows)[t % kRows] = slot_row(p, EntrySlot{slots[t], swa[t] != 0}, &scale_row);
+        sh.scale_rows_addr(0, t / kRows)[t % kRows] = scale_row;
         named_barrier(heads_on_m::kProducer, 128);
         for (int f = 0; f < 4; f++)
-            bf16m::copy_half(p, sh, bf16m::fill_buf(f), bf16m::fill_half(f), t);
+            bf16m::copy_half(p, sh, 0, bf16m::fill_buf(f), bf16m::fill_half(f), t);
         cp_async_commit();
         cp_async_wait<0>();
     }
     __syncthreads();
     if (wg < 2)
         for (int half = 0; half < 2; half++) // a WG widens its own buffer, as in the kernel
-            bf16m::widen_half(sh, wg, half, t);
+            bf16m::widen_half(sh, 0, wg, half, t);
     __syncthreads();
     for (int i = tid; i < 2 * kRows * kDims; i += blockDim.x) {
         const int buf = i / (kRows * kDims), row = (i / kDims) % kRows, dim = i % kDims;

@@ -7,7 +7,10 @@ own arrivals; with raw rows (E4M3, fp8_ds_mla) the compute WG that scores a tile
 both its halves in place before anyone reads them. Over many random
 interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied by a
 phase other than the one it means (parity aliasing), that no buffer half is refilled
-while a reader still needs it, and that the epilogue stages O over the tiles only once
+while a reader still needs it, that every read of a tile's row set (its rows' addresses
+and tags, read by the producer's copies and the widening, and its valid bits, read by the
+mask) finds the pair it means though the producer writes pair k + 1's sets during pair k,
+and that the epilogue stages O over the tiles only once
 nobody needs them and no copy is landing there. It then breaks the protocol on purpose and checks that
 each break is caught, so that the check itself can fail.
 
@@ -24,7 +27,7 @@ FILLS = [(0, 0), (1, 1), (0, 1), (1, 0)]  # (buffer, half) in the producer's fil
 
 
 def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, skip_widen=False, unwaited_widen=False,
-        early_stage=False):
+        early_stage=False, rows_early=False, one_row_set=False):
     rnd = random.Random(seed)
     pairs = (ntiles + 1) // 2
     slot = lambda b, h: 2 * b + h
@@ -35,6 +38,18 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, skip_widen=
     readers = {}  # slot -> readers still to come for the pair in it
     named = {}    # (barrier, pair) -> arrivals of the two compute WGs
     landing = []
+    row_sets = {}  # (pair parity, buffer) -> the pair whose row set it holds
+
+    def row_set(k, b):
+        return (0 if one_row_set else k & 1, b)
+
+    def publish_rows(k):  # publish_rows(): both tiles' sets, then the producer's barrier
+        for b in (0, 1):
+            row_sets[row_set(k, b)] = k
+
+    def read_rows(k, b, who):
+        held = row_sets.get(row_set(k, b))
+        assert held == k, f"{who} reads pair {k}'s row set of buffer {b}, which holds pair {held}"
 
     def land(s):
         state[s] = (state[s][0], 'landed' if widen else 'ready')
@@ -45,16 +60,23 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, skip_widen=
         assert who in readers[s], f"{who} reads slot {s}, refilled under it"
 
     def producer():
+        publish_rows(0)
         for k in range(pairs):
+            if rows_early and k + 1 < pairs:
+                publish_rows(k + 1)
             for f, (b, h) in enumerate(FILLS):
                 s = slot(b, h)
                 if not skip_free_wait:
                     yield lambda s=s, k=k: free[s].passed((k & 1) ^ 1, k - 1 if k else None)
                 assert not readers.get(s), f"slot {s} refilled while {readers.get(s)} still need it"
+                read_rows(k, b, "the producer's copies")
                 state[s] = (k, 'loading')
                 readers[s] = {f"S{b}", f"PV{h}"}  # WG b scores buffer b; WG h owns dims half h
                 landing.append(s)
-                ready[s].arrive()  # the row addresses
+                ready[s].arrive()  # publishes the pair's row sets
+                yield lambda: True
+            if not rows_early and k + 1 < pairs:
+                publish_rows(k + 1)  # pair k's halves issued; pair k - 1's readers are done
                 yield lambda: True
 
     def widen_own(s, k, w):
@@ -79,10 +101,13 @@ def run(ntiles, seed, widen, skip_free_wait=False, early_free=False, skip_widen=
                 if not unwaited_widen:
                     yield lambda h=h, k=k: ready[slot(own, h)].passed(k & 1, k)
                 if widen and not skip_widen:
+                    read_rows(k, own, f"WG {w}'s widening")
                     widen_own(slot(own, h), k, w)
             for h in (0, 1):
                 read(slot(own, h), f"S{own}")
                 readers[slot(own, h)].discard(f"S{own}")
+            read_rows(k, own, f"WG {w}'s mask")
+            yield lambda: True  # the mask reads the valid bits after S, apart from the widening
             if w == 0:
                 arrive("max0", k)
                 read(slot(own, 0), "PV0")
@@ -129,7 +154,8 @@ def main():
             for seed in range(300):
                 run(ntiles, seed, widen)
     breaks = [("skip_free_wait", False), ("early_free", False), ("skip_free_wait", True), ("early_free", True),
-              ("skip_widen", True), ("unwaited_widen", True), ("early_stage", False), ("early_stage", True)]
+              ("skip_widen", True), ("unwaited_widen", True), ("early_stage", False), ("early_stage", True),
+              ("rows_early", False), ("rows_early", True), ("one_row_set", False), ("one_row_set", True)]
     for broken, widen in breaks:
         try:
             for seed in range(300):
@@ -138,8 +164,9 @@ def main():
             continue
         print(f"FAIL: the model does not catch {broken} (widen={widen})")
         return 1
-    print("v5 protocol model: no deadlock, no parity aliasing, no early refill, no O staged over a tile still "
-          "needed (BF16 and raw rows, 1-8 tiles, 300 schedules each); deliberate breaks caught")
+    print("bf16m protocol model: no deadlock, no parity aliasing, no early refill, every row set read for the pair "
+          "it holds, no O staged over a tile still needed (BF16 and raw rows, 1-8 tiles, 300 schedules each); "
+          "deliberate breaks caught")
     return 0
 
 

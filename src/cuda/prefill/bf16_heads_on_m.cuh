@@ -40,8 +40,8 @@ static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
 // The timeline's sums (timeline.cuh), cycles over a CTA's pairs: WG 0's waits for its
 // halves, its widening (fence and WG barrier included) and its wait for S; the producer's
-// first thread waiting for a free half, on a tile's row addresses (to the producer's
-// barrier) and issuing a half's copies; WG 1's waits for its halves and its widening.
+// first thread waiting for a free half, issuing a half's copies and on the next pair's
+// row sets (to the producer's barrier; off the refill's path); WG 1's waits for its halves and its widening.
 enum Sum { kSumReadyWait, kSumWiden, kSumScoreWait, kSumFreeWait, kSumRows, kSumCopies, kSumWg1ReadyWait, kSumWg1Widen };
 
 struct Layout {
@@ -52,9 +52,11 @@ struct Layout {
     static constexpr int kPOff = kTileOff + 2 * kTileBytes;           // 2 x [64 heads][64] BF16
     static constexpr int kPBytes = kHeads * kRows * 2;
     static constexpr int kScaleOff = kPOff + 2 * kPBytes;             // [buf][half][64 rows][8]
-    static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [buf][64] row address + tags
-    static constexpr int kScaleRowOff = kRowOff + 2 * kRows * 8;      // [buf][64] fp8_ds_mla scale rows
-    static constexpr int kHandoffOff = kScaleRowOff + 2 * kRows * 8;  // HandoffSmem
+    // The row sets, [pair parity][buf]: pair k + 1's are written while pair k runs.
+    static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;      // [set][64] row address + tags
+    static constexpr int kScaleRowOff = kRowOff + 4 * kRows * 8;       // [set][64] fp8_ds_mla scale rows
+    static constexpr int kValidOff = kScaleRowOff + 4 * kRows * 8;     // [set][2] valid bits
+    static constexpr int kHandoffOff = kValidOff + 4 * 8;              // HandoffSmem
     static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
     static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
@@ -62,21 +64,30 @@ struct Layout {
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
 
+// (HandoffSmem's valid bits are fp8m's; bf16m keeps one set per pair parity.)
 struct Shared : HandoffSmem {
     uint8_t *q, *tiles, *p, *scales;
-    uint64_t *rows, *scale_rows_addr;
+    uint64_t *rows_, *scale_rows_addr_;
+    uint32_t *valid_;
     uint64_t *ready, *free_; // [buf * 2 + half]
 
     __device__ explicit Shared(uint8_t *smem)
         : HandoffSmem(smem + Layout::kHandoffOff), q(smem + Layout::kQOff), tiles(smem + Layout::kTileOff),
           p(smem + Layout::kPOff), scales(smem + Layout::kScaleOff),
-          rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
-          scale_rows_addr(reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff)),
-          ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
+          rows_(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
+          scale_rows_addr_(reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff)),
+          valid_(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)), ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
     {
     }
     __device__ uint8_t *tile(int buf) const { return tiles + buf * Layout::kTileBytes; }
     __device__ uint8_t *scale_rows(int buf, int half) const { return scales + (buf * 2 + half) * kRows * 8; }
+    // Pair k's tile in buffer `buf`: its rows' tagged addresses, their fp8_ds_mla scale-row
+    // addresses and the valid bits (bit r of word w: row 32w + r holds an entry).
+    __device__ static int row_set(int k, int buf) { return (k & 1) * 2 + buf; }
+    __device__ uint64_t *rows(int k, int buf) const { return rows_ + row_set(k, buf) * kRows; }
+    __device__ uint64_t *scale_rows_addr(int k, int buf) const { return scale_rows_addr_ + row_set(k, buf) * kRows; }
+    __device__ uint32_t *valid(int k, int buf) const { return valid_ + row_set(k, buf) * 2; }
+    __device__ uint64_t valid_rows(int k, int buf) const { return *reinterpret_cast<const uint64_t *>(valid(k, buf)); }
 };
 
 // The order in which the producer fills (and the consumers take) the four halves of a
@@ -109,26 +120,27 @@ __device__ __forceinline__ void copy_bf16_row_half(const AttentionParams &p, uin
 // added up behind the widening's shared-memory traffic (timeline, session 12).
 struct HalfRows {
     uint64_t a[4], scale_row[4]; // rows g, g + 16, g + 32, g + 48: tagged addresses
-    __device__ HalfRows(const Shared &sh, int buf, int g, bool scales)
+    __device__ HalfRows(const Shared &sh, int k, int buf, int g, bool scales)
     {
+        const uint64_t *rows = sh.rows(k, buf), *scale_rows = sh.scale_rows_addr(k, buf);
 #pragma unroll
         for (int jr = 0; jr < 4; jr++) {
-            a[jr] = sh.rows[buf * kRows + g + 16 * jr];
-            scale_row[jr] = scales ? sh.scale_rows_addr[buf * kRows + g + 16 * jr] : 0;
+            a[jr] = rows[g + 16 * jr];
+            scale_row[jr] = scales ? scale_rows[g + 16 * jr] : 0;
         }
     }
 };
 
-// One half (256 dims) of buffer `buf` by the 128 producer threads: thread (g = tid / 8,
+// One half (256 dims) of buffer `buf` (pair k's tile) by the 128 producer threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16, g + 32, g + 48.
 // E4M3 data lands raw (its chunk j at BF16 chunk 2j), fp8_ds_mla RoPE at BF16 chunks
 // 56..63 and its scale bytes in the half's scale area; invalid rows are zero-filled.
-__device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
+__device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int k, int buf, int half, int tid)
 {
     const int g = tid / 8, i = tid % 8;
     uint8_t *tile = sh.tile(buf);
     uint8_t *scales = sh.scale_rows(buf, half);
-    const HalfRows r(sh, buf, g, true);
+    const HalfRows r(sh, k, buf, g, true);
 #pragma unroll
     for (int jr = 0; jr < 4; jr++) {
         const int row = g + 16 * jr;
@@ -153,16 +165,18 @@ __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int
 }
 
 // The BF16 copy when every row is BF16 (or invalid): the same chunks as copy_half.
-__device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh, int buf, int half, int tid)
+__device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh, int k, int buf, int half,
+                                      int tid)
 {
     const int g = tid / 8, i = tid % 8;
-    const HalfRows r(sh, buf, g, false);
+    const HalfRows r(sh, k, buf, g, false);
 #pragma unroll
     for (int jr = 0; jr < 4; jr++)
         copy_bf16_row_half(p, sh.tile(buf), g + 16 * jr, r.a[jr], half, i);
 }
 
-// The landed raw data of one half widened to BF16 in place by the 128 threads of a WG.
+// The landed raw data of one half (pair k's tile in buffer `buf`) widened to BF16 in place
+// by the 128 threads of a WG.
 // Thread t takes row t % 64 and two of the half's four 64-dim blocks (2 (t / 64) and the
 // next), four raw chunks each: the row's tag is loaded once a half and its block's UE8M0
 // scale once per four chunks (per-chunk tags and scales made 34 of a chunk's 82
@@ -171,10 +185,10 @@ __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh
 // access meets 8 distinct bank groups through the 128-byte swizzle. Raw chunk j of a row
 // sits at BF16 chunk 2j; a chunk that is not raw (a BF16 row's, or past an fp8_ds_mla
 // row's NoPE part) is converted but not stored: no branches.
-__device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
+__device__ inline void widen_half(const Shared &sh, int k, int buf, int half, int tid)
 {
     const int row = tid % kRows, r7 = row & 7;
-    const uint32_t tag = static_cast<uint32_t>(sh.rows[buf * kRows + row] & kRowTags);
+    const uint32_t tag = static_cast<uint32_t>(sh.rows(k, buf)[row] & kRowTags);
     const bool ds = tag & kRowDsMla, e4m3 = tag & kRowE4M3;
     const uint8_t *scales = sh.scale_rows(buf, half) + 8 * row; // a block's scale; byte 7 is padding
 #pragma unroll 1
@@ -202,13 +216,36 @@ __device__ inline void widen_half(const Shared &sh, int buf, int half, int tid)
     }
 }
 
-// The producer WG. Per pair of tiles it fills the four halves in the consumers' order;
-// the row addresses of a tile go to shared memory when its first half is filled, from
-// slot ids loaded a pair ahead. Each half is published as it lands (the cp.async
-// arrivals count on `ready`, with the row-address arrivals), so the producer never waits
-// for its copies: only for the consumers to free a half. Raw rows (kRaw) land raw, for
-// the consumers to widen. The four halves are unrolled, so each copy's buffer and half
-// are constants.
+// Pair k's row sets (both tiles) from their slot ids, by producer threads tid < 64, then
+// the producer's barrier: every producer thread copies from them after it.
+__device__ inline void publish_rows(const AttentionParams &p, const Shared &sh, int k, const EntrySlot (&slots)[2],
+                                    int tid)
+{
+    if (tid < kRows) { // warps 0 and 1
+#pragma unroll
+        for (int buf = 0; buf < 2; buf++) {
+            uint64_t scale_row = 0;
+            const uint64_t row = slot_row(p, slots[buf], &scale_row);
+            sh.rows(k, buf)[tid] = row;
+            sh.scale_rows_addr(k, buf)[tid] = scale_row;
+            const uint32_t bits = __ballot_sync(0xffffffffu, row != 0);
+            if (tid % 32 == 0)
+                sh.valid(k, buf)[tid / 32] = bits;
+        }
+    }
+    named_barrier(kProducer, 128);
+}
+
+// The producer WG. Per pair of tiles it fills the four halves in the consumers' order,
+// from the pair's row sets, which it wrote while the pair before ran: pair k + 1's once
+// pair k's halves are issued (its slot ids loaded during them), into the sets of pair
+// k - 1, whose readers are done (the four `free` waits of pair k follow every consumer
+// read of pair k - 1). Row addresses (a 64-bit division by the block size each) are so
+// off the refill's path: free -> copies -> landed -> (widened) -> S. Each half is
+// published as it lands (the cp.async arrivals count on `ready`, with arrivals that
+// publish the row sets), so the producer never waits for its copies: only for the
+// consumers to free a half. Raw rows (kRaw) land raw, for the consumers to widen. The
+// four halves are unrolled, so each copy's buffer and half are constants.
 template <bool kRaw>
 __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
 {
@@ -218,8 +255,8 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
     pair_slots(p, w, t, 0, tid, next);
     if (tid == 0)
         timeline::mark(timeline::kProducerSlots);
+    publish_rows(p, sh, 0, next, tid);
     for (int k = 0; k < pairs; k++) {
-        const EntrySlot cur[2] = {next[0], next[1]};
         if (k + 1 < pairs)
             pair_slots(p, w, t, k + 1, tid, next);
 #pragma unroll
@@ -229,27 +266,18 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
             mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
             const uint64_t t1 = timeline::now();
             sums[kSumFreeWait] += t1 - t0;
-            if (f < 2) { // the first half of each buffer: its rows
-                if (tid < kRows) { // warps 0 and 1
-                    uint64_t scale_row = 0;
-                    const uint64_t row = slot_row(p, buf == 0 ? cur[0] : cur[1], &scale_row);
-                    sh.rows[buf * kRows + tid] = row;
-                    sh.scale_rows_addr[buf * kRows + tid] = scale_row;
-                    const uint32_t bits = __ballot_sync(0xffffffffu, row != 0);
-                    if (tid % 32 == 0)
-                        sh.valid[buf * 2 + tid / 32] = bits;
-                }
-                named_barrier(kProducer, 128);
-            }
-            const uint64_t t2 = timeline::now();
-            sums[kSumRows] += t2 - t1;
             if (kRaw)
-                copy_half(p, sh, buf, half, tid);
+                copy_half(p, sh, k, buf, half, tid);
             else
-                copy_bf16_half(p, sh, buf, half, tid);
+                copy_bf16_half(p, sh, k, buf, half, tid);
             mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
-            mbar_arrive(&sh.ready[slot]);          // its row addresses are in shared memory
-            sums[kSumCopies] += timeline::now() - t2;
+            mbar_arrive(&sh.ready[slot]);          // the pair's row sets are in shared memory
+            sums[kSumCopies] += timeline::now() - t1;
+        }
+        if (k + 1 < pairs) {
+            const uint64_t t2 = timeline::now();
+            publish_rows(p, sh, k + 1, next, tid);
+            sums[kSumRows] += timeline::now() - t2;
         }
         if (tid == 0 && k == 0)
             timeline::mark(timeline::kProducerFilled);
@@ -299,7 +327,7 @@ struct Consumer {
             const uint64_t t1 = timeline::now();
             cycles[0] += t1 - t0;
             if (raw) {
-                widen_half(sh, buf, half, tid % 128);
+                widen_half(sh, k, buf, half, tid % 128);
                 fence_proxy_async();
                 named_barrier(kWiden0 + wg, 128);
                 if (tid == 0 && k == 0 && n == 0)
@@ -374,7 +402,7 @@ struct Consumer {
             score(s, own, k, cycles);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
-            mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
+            mask_and_max(s, sh.valid_rows(k, own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
                 propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
