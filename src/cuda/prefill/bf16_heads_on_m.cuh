@@ -41,7 +41,8 @@ static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 // The timeline's sums (timeline.cuh), cycles over a CTA's pairs: WG 0's waits for its
 // halves, its widening (fence and WG barrier included) and its wait for S; the producer's
 // first thread waiting for a free half, issuing a half's copies and on the next pair's
-// row sets (to the producer's barrier; off the refill's path); WG 1's waits for its halves and its widening.
+// row sets (to the producer's barrier; off the refill's path); WG 1's waits for its
+// halves and its widening.
 enum Sum { kSumReadyWait, kSumWiden, kSumScoreWait, kSumFreeWait, kSumRows, kSumCopies, kSumWg1ReadyWait, kSumWg1Widen };
 
 struct Layout {
@@ -53,10 +54,10 @@ struct Layout {
     static constexpr int kPBytes = kHeads * kRows * 2;
     static constexpr int kScaleOff = kPOff + 2 * kPBytes;             // [buf][half][64 rows][8]
     // The row sets, [pair parity][buf]: pair k + 1's are written while pair k runs.
-    static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;      // [set][64] row address + tags
-    static constexpr int kScaleRowOff = kRowOff + 4 * kRows * 8;       // [set][64] fp8_ds_mla scale rows
-    static constexpr int kValidOff = kScaleRowOff + 4 * kRows * 8;     // [set][2] valid bits
-    static constexpr int kHandoffOff = kValidOff + 4 * 8;              // HandoffSmem
+    static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [set][64] row address + tags
+    static constexpr int kScaleRowOff = kRowOff + 4 * kRows * 8;      // [set][64] fp8_ds_mla scale rows
+    static constexpr int kValidOff = kScaleRowOff + 4 * kRows * 8;    // [set][2] valid bits
+    static constexpr int kHandoffOff = kValidOff + 4 * 8;             // HandoffSmem
     static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
     static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
@@ -76,7 +77,8 @@ struct Shared : HandoffSmem {
           p(smem + Layout::kPOff), scales(smem + Layout::kScaleOff),
           rows_(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
           scale_rows_addr_(reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff)),
-          valid_(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)), ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
+          valid_(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)),
+          ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
     {
     }
     __device__ uint8_t *tile(int buf) const { return tiles + buf * Layout::kTileBytes; }
