@@ -133,10 +133,11 @@ struct HalfRows {
     }
 };
 
-// One half (256 dims) of buffer `buf` (pair k's tile) by the 128 producer threads: thread (g = tid / 8,
-// i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16, g + 32, g + 48.
-// E4M3 data lands raw (its chunk j at BF16 chunk 2j), fp8_ds_mla RoPE at BF16 chunks
-// 56..63 and its scale bytes in the half's scale area; invalid rows are zero-filled.
+// One half (256 dims) of buffer `buf` (pair k's tile) by the 128 producer threads: thread
+// (g = tid / 8, i = tid % 8) copies the 16-byte chunks i, i + 8, ... of rows g, g + 16,
+// g + 32, g + 48. E4M3 data lands raw (its chunk j at BF16 chunk 2j), fp8_ds_mla RoPE at
+// BF16 chunks 56..63 and its scale bytes in the half's scale area; invalid rows are
+// zero-filled.
 __device__ inline void copy_half(const AttentionParams &p, const Shared &sh, int k, int buf, int half, int tid)
 {
     const int g = tid / 8, i = tid % 8;
