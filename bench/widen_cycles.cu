@@ -23,8 +23,8 @@ using namespace smla;
 
 constexpr int kThreads = heads_on_m::kThreads; // 3 warpgroups, as bf16m
 
-// Per repetition: WG 2 writes both buffers' row addresses (slots taken at random from
-// `slots`), copies the halves the widening WGs take and waits for them; then WGs
+// Per repetition: WG 2 publishes both buffers' row sets (slots taken at random from
+// `slots`; not timed, as in the kernel, where they are written a pair ahead), copies the halves the widening WGs take and waits for them; then WGs
 // 0 .. wgs-1 widen halves fill order 0 .. wgs-1 at once. out[cta] = {L, W} summed, L
 // timed by WG 2 and W by WG 0 (until every WG has widened). (Until session 10 W was
 // timed by WG 2, whose 1- and 2-WG rows read ~83 cycles: not the widening.)
@@ -39,14 +39,10 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
     for (int r = 0; r < reps; r++) {
         long long t0 = 0;
         if (wg == 2) {
-            if (t < 2 * heads_on_m::kRows) {
-                const int buf = t / heads_on_m::kRows, row = t % heads_on_m::kRows;
-                const int32_t slot = slots[(blockIdx.x * 7919 + r * 131 + t) % nslots];
-                uint64_t scale_row = 0;
-                sh.rows(0, buf)[row] = slot_row(p, EntrySlot{slot, true}, &scale_row);
-                sh.scale_rows_addr(0, buf)[row] = scale_row;
-            }
-            named_barrier(heads_on_m::kProducer, 128);
+            // Row u of buffer b: slot number base + 64 b.
+            const int base = blockIdx.x * 7919 + r * 131 + t % heads_on_m::kRows;
+            const EntrySlot rows[2] = {{slots[base % nslots], true}, {slots[(base + heads_on_m::kRows) % nslots], true}};
+            bf16m::publish_rows(p, sh, 0, rows, t);
             t0 = clock64();
             for (int f = 0; f < wgs; f++)
                 bf16m::copy_half(p, sh, 0, bf16m::fill_buf(f), bf16m::fill_half(f), t);

@@ -24,7 +24,7 @@ namespace {
 using namespace smla;
 constexpr int kRows = heads_on_m::kRows, kDims = 512, kBlock = 64;
 
-// One CTA of three warpgroups: WG 2 writes both buffers' row tables from `slots` (2 x 64
+// One CTA of three warpgroups: WG 2 publishes both buffers' row sets from `slots` (2 x 64
 // entries; swa[i]: the slot is in the fp8_ds_mla pool, else in the fp8 pool) and copies
 // the four halves; WG 0 then widens buffer 0, WG 1 buffer 1; out[buf][row][dim] = the
 // tile's BF16 bits.
@@ -35,10 +35,9 @@ __global__ void __launch_bounds__(heads_on_m::kThreads, 1)
     const bf16m::Shared sh(align_smem_1024(smem_raw));
     const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
     if (wg == 2) {
-        uint64_t scale_row = 0;
-        sh.rows(0, t / kRows)[t % kRows] = slot_row(p, EntrySlot{slots[t], swa[t] != 0}, &scale_row);
-        sh.scale_rows_addr(0, t / kRows)[t % kRows] = scale_row;
-        named_barrier(heads_on_m::kProducer, 128);
+        const int u = t % kRows; // threads t < 64 publish row u of both buffers
+        const EntrySlot rows[2] = {{slots[u], swa[u] != 0}, {slots[kRows + u], swa[kRows + u] != 0}};
+        bf16m::publish_rows(p, sh, 0, rows, t);
         for (int f = 0; f < 4; f++)
             bf16m::copy_half(p, sh, 0, bf16m::fill_buf(f), bf16m::fill_half(f), t);
         cp_async_commit();
