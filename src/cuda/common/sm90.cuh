@@ -96,6 +96,11 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes)
                  : "memory");
 }
+// A hint to bring the 128-byte line holding `gmem` into L2 (no register, no wait).
+__device__ __forceinline__ void prefetch_l2(const void *gmem)
+{
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(gmem));
+}
 // 8 bytes (cp.async.ca: 16-byte copies bypass L1, smaller ones may not).
 __device__ __forceinline__ void cp_async8(void *smem, const void *gmem, int src_bytes)
 {

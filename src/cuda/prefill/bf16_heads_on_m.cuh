@@ -6,8 +6,8 @@
 //     halves of 256 dims), every thread its fixed chunks of fixed rows, and publishes
 //     each half as its copies land. E4M3 and fp8_ds_mla data lands raw.
 //   WG 0 takes the even tiles (buffer 0), WG 1 the odd ones (buffer 1), two at a time:
-//     with raw rows it first widens its own tile to BF16 in place (a half at a time, the
-//     second half's widening under the first half's wgmmas);
+//     with raw rows it first widens its own tile to BF16 in place (a half at a time, in
+//     two steps, each step's S wgmmas running under the next step's widening);
 //     S = Q . K^T for its own tile (m64n64k16, K = 512); then O_half += P . V_half over
 //     BOTH tiles of the pair, WG 0 owning output dims 0-255, WG 1 dims 256-511 (m64n256k16,
 //     V read transposed): its own P from registers, the other WG's P from shared memory.
@@ -179,56 +179,82 @@ __device__ inline void copy_bf16_half(const AttentionParams &p, const Shared &sh
 }
 
 // The landed raw data of one half (pair k's tile in buffer `buf`) widened to BF16 in place
-// by the 128 threads of a WG.
-// Thread t takes row t % 64 and two of the half's four 64-dim blocks (2 (t / 64) and the
-// next), four raw chunks each: the row's tag is loaded once a half and its block's UE8M0
-// scale once per four chunks (per-chunk tags and scales made 34 of a chunk's 82
-// instructions; session 13's profile), and the four chunks' loads are in flight
-// together. A warp's lanes take 32 consecutive rows, so each 8-lane phase of a 16-byte
-// access meets 8 distinct bank groups through the 128-byte swizzle. Raw chunk j of a row
-// sits at BF16 chunk 2j; a chunk that is not raw (a BF16 row's, or past an fp8_ds_mla
-// row's NoPE part) is converted but not stored: no branches.
-__device__ inline void widen_half(const Shared &sh, int k, int buf, int half, int tid)
+// by the 128 threads of a WG, in two steps n = 0, 1 (widen_blocks): step n widens the
+// half's 64-dim blocks n and n + 2, so S can run on them while step 1 widens the rest.
+// Thread t takes row t % 64 and block 2 (t / 64) + n, four raw chunks: the row's tag is
+// loaded once a step and the block's UE8M0 scale once (per-chunk tags and scales made 34
+// of a chunk's 82 instructions; session 13's profile), and the four chunks' loads are in
+// flight together. A warp's lanes take 32 consecutive rows, so each 8-lane phase of a
+// 16-byte access meets 8 distinct bank groups through the 128-byte swizzle. Raw chunk j
+// of a row sits at BF16 chunk 2j; a chunk that is not raw (a BF16 row's, or past an
+// fp8_ds_mla row's NoPE part) is converted but not stored: no branches.
+__device__ inline void widen_blocks(const Shared &sh, int k, int buf, int half, int n, int tid)
 {
     const int row = tid % kRows, r7 = row & 7;
     const uint32_t tag = static_cast<uint32_t>(sh.rows(k, buf)[row] & kRowTags);
     const bool ds = tag & kRowDsMla, e4m3 = tag & kRowE4M3;
     const uint8_t *scales = sh.scale_rows(buf, half) + 8 * row; // a block's scale; byte 7 is padding
-#pragma unroll 1
-    for (int n = 0; n < 2; n++) {
-        const int blk = 4 * half + 2 * (tid / kRows) + n; // raw chunks 4 blk .. 4 blk + 3
-        const bool store = e4m3 || (ds && 4 * blk < kDsNopeChunks);
-        uint8_t *base = sh.tile(buf) + blk * (kRows * 128) + row * 128;
-        uint4 v[4];
+    const int blk = 4 * half + 2 * (tid / kRows) + n;            // raw chunks 4 blk .. 4 blk + 3
+    const bool store = e4m3 || (ds && 4 * blk < kDsNopeChunks);
+    uint8_t *base = sh.tile(buf) + blk * (kRows * 128) + row * 128;
+    uint4 v[4];
 #pragma unroll
-        for (int q = 0; q < 4; q++)
-            v[q] = *reinterpret_cast<const uint4 *>(base + (((2 * q) ^ r7) << 4));
-        // Read for every row, after the data's loads: a scale read only for fp8_ds_mla rows
-        // went into a branch that the data's loads waited behind.
-        const float block_scale = ue8m0_to_float(scales[blk]);
-        const float scale = ds ? block_scale : 1.f;
+    for (int q = 0; q < 4; q++)
+        v[q] = *reinterpret_cast<const uint4 *>(base + (((2 * q) ^ r7) << 4));
+    // Read for every row, after the data's loads: a scale read only for fp8_ds_mla rows
+    // went into a branch that the data's loads waited behind.
+    const float block_scale = ue8m0_to_float(scales[blk]);
+    const float scale = ds ? block_scale : 1.f;
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            uint4 lo, hi;
-            widen_chunk(v[q], scale, lo, hi);
-            if (store) {
-                *reinterpret_cast<uint4 *>(base + (((2 * q) ^ r7) << 4)) = lo;
-                *reinterpret_cast<uint4 *>(base + (((2 * q + 1) ^ r7) << 4)) = hi;
-            }
+    for (int q = 0; q < 4; q++) {
+        uint4 lo, hi;
+        widen_chunk(v[q], scale, lo, hi);
+        if (store) {
+            *reinterpret_cast<uint4 *>(base + (((2 * q) ^ r7) << 4)) = lo;
+            *reinterpret_cast<uint4 *>(base + (((2 * q + 1) ^ r7) << 4)) = hi;
         }
     }
 }
+__device__ inline void widen_half(const Shared &sh, int k, int buf, int half, int tid)
+{
+#pragma unroll 1
+    for (int n = 0; n < 2; n++)
+        widen_blocks(sh, k, buf, half, n, tid);
+}
+
+// Asks a raw row's lines into L2, from its tagged address: fp8_ds_mla, 576 bytes at a
+// 64-byte offset in a line (5 lines) and its scale row's line; fp8, 512 bytes (4 lines).
+__device__ inline void prefetch_raw_row(uint64_t row, uint64_t scale_row)
+{
+    const uint8_t *data = reinterpret_cast<const uint8_t *>(row & ~kRowTags);
+    const int lines = row & kRowDsMla ? 5 : 4;
+#pragma unroll
+    for (int l = 0; l < 5; l++)
+        if (l < lines)
+            prefetch_l2(data + 128 * l);
+    if (scale_row)
+        prefetch_l2(reinterpret_cast<const void *>(scale_row));
+}
 
 // Pair k's row sets (both tiles) from their slot ids, by producer threads tid < 64, then
-// the producer's barrier: every producer thread copies from them after it.
+// the producer's barrier: every producer thread copies from them after it. With
+// `prefetch` (every pair but the first, whose sets are written just before their copies)
+// each raw row is also asked into L2: its copies come a pair later, and it then lands
+// without HBM's latency on the refill's path (+2.3% on fp8_ds_mla decode, v58). BF16 rows
+// are not asked: their prefetches cost BF16 prefill and decode 1-3% (v57). (v33 issued
+// prefetches between a pair's copies, each behind a division and a wait for its slot id,
+// and lost 15-34%; here the addresses are at hand and the producer waits for a free half
+// next.)
 __device__ inline void publish_rows(const AttentionParams &p, const Shared &sh, int k, const EntrySlot (&slots)[2],
-                                    int tid)
+                                    int tid, bool prefetch = false)
 {
     if (tid < kRows) { // warps 0 and 1
 #pragma unroll
         for (int buf = 0; buf < 2; buf++) {
             uint64_t scale_row = 0;
             const uint64_t row = slot_row(p, slots[buf], &scale_row);
+            if (prefetch && (row & (kRowDsMla | kRowE4M3)))
+                prefetch_raw_row(row, scale_row);
             sh.rows(k, buf)[tid] = row;
             sh.scale_rows_addr(k, buf)[tid] = scale_row;
             const uint32_t bits = __ballot_sync(0xffffffffu, row != 0);
@@ -279,7 +305,7 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, const WorkIt
         }
         if (k + 1 < pairs) {
             const uint64_t t2 = timeline::now();
-            publish_rows(p, sh, k + 1, next, tid);
+            publish_rows(p, sh, k + 1, next, tid, true);
             sums[kSumRows] += timeline::now() - t2;
         }
         if (tid == 0 && k == 0)
@@ -318,7 +344,8 @@ struct Consumer {
     // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims; waits for both halves
     // (and widens them first when rows land raw: the other WG reads one half of this
     // tile for its P . V only after this WG's P is ready, so after the widening).
-    // cycles[0..2] (timeline builds): + the time waiting for the halves, widening, on S.
+    // cycles[0..2] (timeline builds): + the time waiting for the halves, widening (with
+    // the wgmma issue between its steps), on S.
     __device__ void score(float (&s)[32], int buf, int k, uint64_t (&cycles)[3]) const
     {
         const int first_half = wg == 0 ? 0 : 1; // the order the producer fills them in
@@ -330,27 +357,48 @@ struct Consumer {
             const uint64_t t1 = timeline::now();
             cycles[0] += t1 - t0;
             if (raw) {
-                widen_half(sh, k, buf, half, tid % 128);
-                fence_proxy_async();
-                named_barrier(kWiden0 + wg, 128);
-                if (tid == 0 && k == 0 && n == 0)
-                    timeline::mark(timeline::kFirstTransposed); // the first half widened
-            }
-            cycles[1] += timeline::now() - t1;
-            fence_proxy_async();
-            wgmma_fence();
+                // Blocks 0 and 2 of the half, then 1 and 3: S's wgmmas on the first two run
+                // while the WG widens the other two.
 #pragma unroll
-            for (int ks = 0; ks < 16; ks++) {
-                const int step = 16 * half + ks; // k16 step over the 512 dims
-                WgmmaBf16SS<64>::run(s, desc_q + ((step / 4) * (kHeads * 128) + (step % 4) * 32) / 16,
-                                     desc_k + ((step / 4) * (kRows * 128) + (step % 4) * 32) / 16, n > 0 || ks > 0);
+                for (int nb = 0; nb < 2; nb++) {
+                    widen_blocks(sh, k, buf, half, nb, tid % 128);
+                    fence_proxy_async();
+                    named_barrier(kWiden0 + wg, 128);
+                    if (tid == 0 && k == 0 && n == 0 && nb == 1)
+                        timeline::mark(timeline::kFirstTransposed); // the first half widened
+                    score_blocks(s, desc_q, desc_k, half, nb, n > 0 || nb > 0);
+                }
+                cycles[1] += timeline::now() - t1;
+            } else {
+                cycles[1] += timeline::now() - t1;
+                fence_proxy_async();
+#pragma unroll
+                for (int nb = 0; nb < 2; nb++)
+                    score_blocks(s, desc_q, desc_k, half, nb, n > 0 || nb > 0);
             }
-            wgmma_commit();
         }
         const uint64_t t2 = timeline::now();
         wgmma_wait<0>();
         fence_regs(s);
         cycles[2] += timeline::now() - t2;
+    }
+
+    // S += Q . K^T over the 64-dim blocks nb and nb + 2 of one half (8 k16 steps; the first
+    // step overwrites S unless `accumulate`), committed as one wgmma group.
+    __device__ static void score_blocks(float (&s)[32], SmemDesc desc_q, SmemDesc desc_k, int half, int nb,
+                                        bool accumulate)
+    {
+        wgmma_fence();
+#pragma unroll
+        for (int b = 0; b < 2; b++)
+#pragma unroll
+            for (int ks = 0; ks < 4; ks++) {
+                const int step = 16 * half + 4 * (nb + 2 * b) + ks; // k16 step over the 512 dims
+                WgmmaBf16SS<64>::run(s, desc_q + ((step / 4) * (kHeads * 128) + (step % 4) * 32) / 16,
+                                     desc_k + ((step / 4) * (kRows * 128) + (step % 4) * 32) / 16,
+                                     accumulate || b > 0 || ks > 0);
+            }
+        wgmma_commit();
     }
 
     // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
