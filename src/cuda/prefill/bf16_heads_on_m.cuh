@@ -215,6 +215,8 @@ __device__ inline void widen_blocks(const Shared &sh, int k, int buf, int half, 
         }
     }
 }
+// A whole half, both steps: what gpu_test_widen_tile checks and bench_widen times (the
+// consumers interleave the two steps with S's wgmmas).
 __device__ inline void widen_half(const Shared &sh, int k, int buf, int half, int tid)
 {
 #pragma unroll 1
