@@ -24,10 +24,11 @@ using namespace smla;
 constexpr int kThreads = heads_on_m::kThreads; // 3 warpgroups, as bf16m
 
 // Per repetition: WG 2 publishes both buffers' row sets (slots taken at random from
-// `slots`; not timed, as in the kernel, where they are written a pair ahead), copies the halves the widening WGs take and waits for them; then WGs
-// 0 .. wgs-1 widen halves fill order 0 .. wgs-1 at once. out[cta] = {L, W} summed, L
-// timed by WG 2 and W by WG 0 (until every WG has widened). (Until session 10 W was
-// timed by WG 2, whose 1- and 2-WG rows read ~83 cycles: not the widening.)
+// `slots`; not timed, as in the kernel, where they are written a pair ahead), copies the
+// halves the widening WGs take and waits for them; then WGs 0 .. wgs-1 widen halves fill
+// order 0 .. wgs-1 at once. out[cta] = {L, W} summed, L timed by WG 2 and W by WG 0
+// (until every WG has widened). (Until session 10 W was timed by WG 2, whose 1- and 2-WG
+// rows read ~83 cycles: not the widening.)
 __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constant__ AttentionParams p,
                                                             const int32_t *slots, int nslots, int reps, int wgs,
                                                             unsigned long long *out)
@@ -41,7 +42,8 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
         if (wg == 2) {
             // Row u of buffer b: slot number base + 64 b.
             const int base = blockIdx.x * 7919 + r * 131 + t % heads_on_m::kRows;
-            const EntrySlot rows[2] = {{slots[base % nslots], true}, {slots[(base + heads_on_m::kRows) % nslots], true}};
+            const EntrySlot rows[2] = {{slots[base % nslots], true},
+                                       {slots[(base + heads_on_m::kRows) % nslots], true}};
             bf16m::publish_rows(p, sh, 0, rows, t);
             t0 = clock64();
             for (int f = 0; f < wgs; f++)
