@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 
 #include "../src/cuda/prefill/bf16_heads_on_m.cuh"
+#include "bench_cli.h"
 #include "cuda_check.h"
 
 namespace {
@@ -67,25 +68,13 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
         out[2 * blockIdx.x + 1] = widen;
 }
 
-unsigned long long median(std::vector<unsigned long long> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char **argv)
 {
-    int reps = 200;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_widen [--reps N]\n");
-            return 2;
-        }
-    }
+    const int reps = count_arg(argc, argv, "--reps", 200, "bench_widen");
+    if (reps < 0)
+        return 2;
     int sms = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     // An fp8_ds_mla pool of 4096 blocks of 64 slots (~153 MB, past L2): E4M3 bytes that

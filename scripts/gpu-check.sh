@@ -18,8 +18,9 @@
 #               decode profiles
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
-#               16-head prefill presets, the gather ceilings (bench_gather) and the
-#               widening's cycles (bench_widen; both also in full)
+#               16-head prefill presets, the gather ceilings (bench_gather), the
+#               widening's cycles (bench_widen) and the tensor core's rate on the kernels'
+#               wgmma shapes (bench_wgmma; all three also in full)
 #     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records the
 #               per-CTA phase timestamps of fp8m, bf16m and the split-KV combine over the
 #               flashmla-shapes (FP8, BF16), the decode presets (fp8; fp8_ds_mla against
@@ -91,11 +92,14 @@ step() {
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/gpu.txt" 2>&1
 step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan bench_gather bench_widen || {
+    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan bench_gather bench_widen bench_wgmma || {
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
 smla=$build/smla
 # The gather ceilings do not depend on smla's kernels: measured before the smoke check.
-case $mode in full | dsmla) step bench_gather "$build/bench/bench_gather" && step bench_widen "$build/bench/bench_widen" ;; esac
+case $mode in full | dsmla)
+    step bench_gather "$build/bench/bench_gather" && step bench_widen "$build/bench/bench_widen" &&
+        step bench_wgmma "$build/bench/bench_wgmma" ;;
+esac
 # A small `smla check` first: a broken kernel stops the run here, in seconds.
 if [ "$mode" != soak ] && [ "$mode" != timeline ]; then
     STEP_TIMEOUT=120 step smoke "$smla" check --token-heads 256 || {

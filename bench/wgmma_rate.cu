@@ -1,0 +1,246 @@
+// bench_wgmma: how fast the tensor core runs the wgmma shapes of the heads-on-M kernels
+// (bf16m, fp8m) with their operands in shared memory, alone and with a producer's copies
+// landing, in FLOP per SM cycle. The question it answers (PERF, session 17): is S
+// (m64n64k16, both operands read from shared memory) bound by shared-memory bandwidth
+// rather than by the tensor core, and what would tiles of 32 rows (m64n32k16) cost?
+// At 128 bytes per cycle of shared memory an SS wgmma of M = 64 reads A (2 KB per k16
+// step) and B (N x 32 bytes): m64n64k16 needs 128 B/cycle at the BF16 peak, m64n32k16
+// 192, m64n256k16 80.
+//
+// One CTA per SM, three warpgroups as in the kernels: WGs 0 .. wgs-1 each run `reps`
+// groups of one shape back to back (one commit and one wait per group, as S and P . V
+// are issued), on their own operands; WG 2 optionally streams 16-byte cp.async copies of
+// random 1 KB rows of an L2-resident pool into a scratch area (the producer's landing
+// traffic) until they finish.
+// Usage: bench_wgmma [--reps N]  (default 256)
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "../src/cuda/common/sm90.cuh"
+#include "../src/cuda/common/wgmma_ops.cuh"
+#include "bench_cli.h"
+#include "cuda_check.h"
+
+namespace {
+
+using namespace smla;
+
+constexpr int kThreads = 384;
+// Shared memory: A (as Q, [64 rows][512 B] x 8 blocks of 128 B = 64 KB), two B regions
+// (one per computing WG, 64 KB each: a 64-row BF16 tile, or 256 rows x 256 B), the
+// copies' scratch, the done flag.
+constexpr int kAOff = 0, kBOff = 64 * 1024, kBBytes = 64 * 1024;
+constexpr int kScratchOff = kBOff + 2 * kBBytes, kScratchBytes = 16 * 1024;
+constexpr int kFlagOff = kScratchOff + kScratchBytes;
+constexpr int kSmemBytes = kFlagOff + 16 + 1024;
+static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
+
+enum Op { kS64, kS32, kPV256, kPV256R, kFp8S64, kFp8PV256, kOps };
+struct OpInfo {
+    const char *name, *what;
+    double flops;  // per group
+    double peak;   // dense FLOP per SM cycle of its type
+    double bytes;  // shared memory read per group (A and B, once per wgmma)
+};
+// Per group: S over K = 512 (one WG's tile), P . V over two 64-row tiles (one WG's 256 dims).
+const OpInfo kInfo[kOps] = {
+    {"bf16 m64n64k16 SS x32", "bf16m's S (64-row tile)", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 2048)},
+    {"bf16 m64n32k16 SS x32", "S on a 32-row tile", 2.0 * 64 * 32 * 512, 4096, 32 * (2048 + 1024)},
+    {"bf16 m64n256k16 SS^T x8", "bf16m's P . V, P from smem", 2.0 * 64 * 256 * 128, 4096, 8 * (2048 + 8192)},
+    {"bf16 m64n256k16 RS^T x8", "bf16m's P . V, P from registers", 2.0 * 64 * 256 * 128, 4096, 8 * 8192},
+    {"e4m3 m64n64k32 SS x16", "fp8m's S (64-row tile)", 2.0 * 64 * 64 * 512, 8192, 16 * (2048 + 2048)},
+    {"e4m3 m64n256k32 SS x4", "fp8m's P . V (one plane)", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
+};
+
+// One group of kOp on A at `a` and B at `b` (a compile-time shape: ptxas serialises
+// wgmmas whose accumulators a runtime switch might define elsewhere).
+template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
+{
+    constexpr int op = kOp;
+    const SmemDesc da = desc_sw128(a, 0);
+    wgmma_fence();
+    if (op == kS64 || op == kS32) {
+        const int rows = op == kS64 ? 64 : 32;
+        const SmemDesc db = desc_sw128(b, 0);
+#pragma unroll
+        for (int step = 0; step < 32; step++) {
+            const uint32_t ao = ((step / 4) * (64 * 128) + (step % 4) * 32) / 16;
+            const uint32_t bo = ((step / 4) * (rows * 128) + (step % 4) * 32) / 16;
+            if (op == kS64)
+                WgmmaBf16SS<64>::run(d, da + ao, db + bo, 1);
+            else
+                WgmmaBf16SS<32>::run(d, da + ao, db + bo, 1);
+        }
+    } else if (op == kPV256 || op == kPV256R) {
+        // V: [64 rows][256 dims] of a tile half, MN-major (as bf16m's V halves).
+        const SmemDesc dv = desc_sw128(b, 64 * 128);
+        const uint4 pf = make_uint4(0x3c003c00u, 0x3c003800u, 0x38003c00u, 0x3c003c00u); // P fragments (RS)
+#pragma unroll
+        for (int st = 0; st < 8; st++) {
+            const uint32_t vo = ((st % 4) * 16 * 128 + (st / 4) * 32 * 1024) / 16;
+            if (op == kPV256) {
+                WgmmaBf16SSTransB<256>::run(d, da + ((st % 4) * 32) / 16, dv + vo, 1);
+            } else {
+                WgmmaBf16RSTransB<256>::run(d, pf, dv + vo, 1);
+            }
+        }
+    } else if (op == kFp8S64) {
+        const SmemDesc db = desc_sw128(b, 0);
+#pragma unroll
+        for (int step = 0; step < 16; step++) {
+            const uint32_t o = (step / 4) * (64 * 128) + (step % 4) * 32;
+            WgmmaFp8SS<64>::run(d, da + o / 16, db + o / 16, 1);
+        }
+    } else {
+        // V^T: [256 dims][128 B] K-major, 4 k32 steps.
+        const SmemDesc db = desc_sw128(b, 0);
+#pragma unroll
+        for (int step = 0; step < 4; step++)
+            WgmmaFp8SS<256>::run(d, da + (step * 32) / 16, db + (step * 32) / 16, 1);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(d);
+}
+
+// out[cta * 3 + {0, 1, 2}] = the computing WGs' longest cycle count, the bytes WG 2 copied
+// meanwhile, WG 0's nanoseconds over its groups (for the clock).
+template <int kOp>
+__global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int copies, int reps, const uint8_t *pool,
+                                                           int pool_rows, unsigned long long *out, float *sink)
+{
+    extern __shared__ uint8_t smem_raw[];
+    uint8_t *smem = align_smem_1024(smem_raw);
+    volatile int *done = reinterpret_cast<volatile int *>(smem + kFlagOff);
+    __shared__ unsigned long long cycles_of[2];
+    const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
+    // Operands: small BF16 / E4M3 values (no NaNs or infinities), so the tensor core
+    // does real work at a realistic power.
+    for (int i = tid; i < kScratchOff / 4; i += kThreads)
+        reinterpret_cast<uint32_t *>(smem)[i] = 0x3c003800u ^ ((i * 2654435761u) & 0x007f007fu);
+    if (tid == 0)
+        *done = 0;
+    fence_proxy_async();
+    __syncthreads();
+    if (wg == 2) {
+        regs_decrease<56>();
+        // 16 KB per round (8 chunks a thread, each of a random row, chunk t % 64 of it), at
+        // most two rounds in flight.
+        unsigned long long rounds = 0;
+        uint32_t x = blockIdx.x * 7919u + t;
+        while (copies && !*done) {
+#pragma unroll
+            for (int i = 0; i < 8; i++) {
+                x = x * 1664525u + 1013904223u;
+                const uint8_t *src = pool + static_cast<size_t>(x % pool_rows) * 1024 + (t % 64) * 16;
+                cp_async16(smem + kScratchOff + ((t + 128 * i) % 1024) * 16, src, 16);
+            }
+            cp_async_commit();
+            cp_async_wait<1>();
+            rounds++;
+        }
+        cp_async_wait<0>();
+        if (t == 0)
+            out[blockIdx.x * 3 + 1] = rounds * kScratchBytes;
+        return;
+    }
+    // As in the kernels: the computing WGs hold 128 accumulators and, in RS, A fragments.
+    regs_increase<224>();
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; i++)
+        d[i] = 0.f;
+    unsigned long long cycles = 0, g0 = 0, g1 = 0;
+    if (wg < wgs) {
+        run_group<kOp>(smem + kAOff, smem + kBOff + wg * kBBytes, d); // warm-up
+        named_barrier(1, wgs * 128);
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+        const long long c0 = clock64();
+        for (int r = 0; r < reps; r++)
+            run_group<kOp>(smem + kAOff, smem + kBOff + wg * kBBytes, d);
+        cycles = clock64() - c0;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    }
+    if (t == 0)
+        cycles_of[wg] = cycles;
+    named_barrier(2, 256);
+    if (tid == 0) {
+        *done = 1;
+        out[blockIdx.x * 3 + 0] = cycles_of[1] > cycles_of[0] ? cycles_of[1] : cycles_of[0];
+        out[blockIdx.x * 3 + 2] = g1 - g0;
+    }
+    float acc = 0.f;
+#pragma unroll
+    for (int i = 0; i < 128; i++)
+        acc += d[i];
+    if (acc == 1234.5f)
+        *sink = acc; // keeps the wgmmas
+}
+
+using Kernel = void (*)(int, int, int, const uint8_t *, int, unsigned long long *, float *);
+const Kernel kKernels[kOps] = {rate_kernel<kS64>,    rate_kernel<kS32>,    rate_kernel<kPV256>,
+                               rate_kernel<kPV256R>, rate_kernel<kFp8S64>, rate_kernel<kFp8PV256>};
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const int reps = count_arg(argc, argv, "--reps", 256, "bench_wgmma");
+    if (reps < 0)
+        return 2;
+    int dev = 0, sms = 0, major = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    if (major != 9) {
+        fprintf(stderr, "bench_wgmma: needs an SM90 GPU (found compute capability %d.x)\n", major);
+        return 1;
+    }
+    // An 8 MB pool of 1 KB rows: L2-resident, as the BF16 rows of an 8192-row pool.
+    const int pool_rows = 8192;
+    uint8_t *pool = nullptr;
+    unsigned long long *out = nullptr;
+    float *sink = nullptr;
+    CUDA_CHECK(cudaMalloc(&pool, size_t(pool_rows) * 1024));
+    CUDA_CHECK(cudaMemset(pool, 0x3c, size_t(pool_rows) * 1024));
+    CUDA_CHECK(cudaMalloc(&out, sizeof(unsigned long long) * 3 * sms));
+    CUDA_CHECK(cudaMalloc(&sink, sizeof(float)));
+    for (Kernel k : kKernels)
+        CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+    std::vector<unsigned long long> host(3 * sms);
+
+    printf("bench_wgmma: %d SMs, %d groups per WG, medians over the CTAs\n", sms, reps);
+    printf("%-26s %-33s %3s %6s %11s %11s %7s %10s %10s %6s\n", "shape (per group)", "as in", "WGs", "copies",
+           "cyc/group", "FLOP/cyc/SM", "of peak", "smem B/cyc", "copy B/cyc", "MHz");
+    for (int op = 0; op < kOps; op++) {
+        for (int wgs = 1; wgs <= 2; wgs++) {
+            for (int copies = 0; copies <= 1; copies++) {
+                kKernels[op]<<<sms, kThreads, kSmemBytes>>>(wgs, copies, reps, pool, pool_rows, out, sink);
+                CUDA_CHECK(cudaGetLastError());
+                CUDA_CHECK(cudaDeviceSynchronize());
+                CUDA_CHECK(cudaMemcpy(host.data(), out, sizeof(unsigned long long) * host.size(),
+                                      cudaMemcpyDeviceToHost));
+                std::vector<double> cyc, copy_rate, mhz;
+                for (int c = 0; c < sms; c++) {
+                    const double cycles = double(host[3 * c]);
+                    cyc.push_back(cycles / reps);
+                    copy_rate.push_back(double(host[3 * c + 1]) / cycles);
+                    mhz.push_back(cycles / double(host[3 * c + 2]) * 1e3); // cycles per us
+                }
+                const OpInfo &in = kInfo[op];
+                const double per_group = median(cyc);
+                const double rate = wgs * in.flops / per_group;
+                printf("%-26s %-33s %3d %6s %11.0f %11.0f %6.1f%% %10.1f %10.1f %6.0f\n", in.name, in.what, wgs,
+                       copies ? "yes" : "no", per_group, rate, 100.0 * rate / in.peak, wgs * in.bytes / per_group,
+                       median(copy_rate), median(mhz));
+            }
+        }
+    }
+    CUDA_CHECK(cudaFree(pool));
+    CUDA_CHECK(cudaFree(out));
+    CUDA_CHECK(cudaFree(sink));
+    return 0;
+}
