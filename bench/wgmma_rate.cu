@@ -1,6 +1,6 @@
 // bench_wgmma: how fast the tensor core runs the wgmma shapes of the heads-on-M kernels
-// (bf16m, fp8m) with their operands in shared memory, alone and with a producer's copies
-// landing, in FLOP per SM cycle. The question it answers (PERF, session 17): is S
+// (bf16m, fp8m) with their operands in shared memory, alone and beside the other traffic
+// of those kernels' shared memory, in FLOP per SM cycle. The question it answers (PERF, session 17): is S
 // (m64n64k16, both operands read from shared memory) bound by shared-memory bandwidth
 // rather than by the tensor core, and what would tiles of 32 rows (m64n32k16) cost?
 // At 128 bytes per cycle of shared memory an SS wgmma of M = 64 reads A (2 KB per k16
@@ -9,9 +9,10 @@
 //
 // One CTA per SM, three warpgroups as in the kernels: WGs 0 .. wgs-1 each run `reps`
 // groups of one shape back to back (one commit and one wait per group, as S and P . V
-// are issued), on their own operands; WG 2 optionally streams 16-byte cp.async copies of
-// random 1 KB rows of an L2-resident pool into a scratch area (the producer's landing
-// traffic) until they finish.
+// are issued), on their own operands; WG 2 meanwhile either idles, or streams 16-byte
+// cp.async copies of random 1 KB rows of an L2-resident pool into a scratch area (the
+// producer's landing copies), or loads and stores 16-byte chunks of that area as fast as
+// it can (the consumers' widening of raw rows), until they finish.
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
 #include <cstdio>
@@ -39,6 +40,8 @@ constexpr int kSmemBytes = kFlagOff + 16 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
 enum Op { kS64, kS32, kPV256, kPV256R, kFp8S64, kFp8PV256, kOps };
+enum Traffic { kIdle, kGather, kLoadStore, kTraffics }; // WG 2's
+const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st"};
 struct OpInfo {
     const char *name, *what;
     double flops;  // per group
@@ -106,10 +109,10 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
     fence_regs(d);
 }
 
-// out[cta * 3 + {0, 1, 2}] = the computing WGs' longest cycle count, the bytes WG 2 copied
-// meanwhile, WG 0's nanoseconds over its groups (for the clock).
+// out[cta * 3 + {0, 1, 2}] = the computing WGs' longest cycle count, the shared-memory
+// bytes WG 2 moved meanwhile, WG 0's nanoseconds over its groups (for the clock).
 template <int kOp>
-__global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int copies, int reps, const uint8_t *pool,
+__global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic, int reps, const uint8_t *pool,
                                                            int pool_rows, unsigned long long *out, float *sink)
 {
     extern __shared__ uint8_t smem_raw[];
@@ -127,24 +130,40 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int copies, 
     __syncthreads();
     if (wg == 2) {
         regs_decrease<56>();
-        // 16 KB per round (8 chunks a thread, each of a random row, chunk t % 64 of it), at
-        // most two rounds in flight.
+        // Rounds over the 16 KB area, 8 chunks a thread: gathered (each chunk of a random
+        // row, chunk t % 64 of it; at most two rounds in flight), or loaded and stored
+        // back changed.
         unsigned long long rounds = 0;
         uint32_t x = blockIdx.x * 7919u + t;
-        while (copies && !*done) {
+        volatile uint4 *area = reinterpret_cast<volatile uint4 *>(smem + kScratchOff);
+        while (traffic != kIdle && !*done) {
+            if (traffic == kGather) {
 #pragma unroll
-            for (int i = 0; i < 8; i++) {
-                x = x * 1664525u + 1013904223u;
-                const uint8_t *src = pool + static_cast<size_t>(x % pool_rows) * 1024 + (t % 64) * 16;
-                cp_async16(smem + kScratchOff + ((t + 128 * i) % 1024) * 16, src, 16);
+                for (int i = 0; i < 8; i++) {
+                    x = x * 1664525u + 1013904223u;
+                    const uint8_t *src = pool + static_cast<size_t>(x % pool_rows) * 1024 + (t % 64) * 16;
+                    cp_async16(smem + kScratchOff + ((t + 128 * i) % 1024) * 16, src, 16);
+                }
+                cp_async_commit();
+                cp_async_wait<1>();
+            } else {
+#pragma unroll
+                for (int i0 = 0; i0 < 8; i0 += 4) { // four loads in flight (56 registers)
+                    uint4 v[4];
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        v[i] = const_cast<const uint4 &>(area[(t + 128 * (i0 + i)) % 1024]);
+#pragma unroll
+                    for (int i = 0; i < 4; i++)
+                        const_cast<uint4 &>(area[(t + 128 * (i0 + i) + 64) % 1024]) =
+                            make_uint4(v[i].x ^ 1u, v[i].y, v[i].z, v[i].w);
+                }
             }
-            cp_async_commit();
-            cp_async_wait<1>();
             rounds++;
         }
         cp_async_wait<0>();
-        if (t == 0)
-            out[blockIdx.x * 3 + 1] = rounds * kScratchBytes;
+        if (t == 0) // landed, or loaded and stored
+            out[blockIdx.x * 3 + 1] = rounds * kScratchBytes * (traffic == kLoadStore ? 2 : 1);
         return;
     }
     // As in the kernels: the computing WGs hold 128 accumulators and, in RS, A fragments.
@@ -213,29 +232,29 @@ int main(int argc, char **argv)
     std::vector<unsigned long long> host(3 * sms);
 
     printf("bench_wgmma: %d SMs, %d groups per WG, medians over the CTAs\n", sms, reps);
-    printf("%-26s %-33s %3s %6s %11s %11s %7s %10s %10s %6s\n", "shape (per group)", "as in", "WGs", "copies",
-           "cyc/group", "FLOP/cyc/SM", "of peak", "smem B/cyc", "copy B/cyc", "MHz");
+    printf("%-26s %-33s %3s %6s %11s %11s %7s %10s %10s %6s\n", "shape (per group)", "as in", "WGs", "WG 2",
+           "cyc/group", "FLOP/cyc/SM", "of peak", "smem B/cyc", "WG 2 B/cyc", "MHz");
     for (int op = 0; op < kOps; op++) {
         for (int wgs = 1; wgs <= 2; wgs++) {
-            for (int copies = 0; copies <= 1; copies++) {
-                kKernels[op]<<<sms, kThreads, kSmemBytes>>>(wgs, copies, reps, pool, pool_rows, out, sink);
+            for (int traffic = 0; traffic < kTraffics; traffic++) {
+                kKernels[op]<<<sms, kThreads, kSmemBytes>>>(wgs, traffic, reps, pool, pool_rows, out, sink);
                 CUDA_CHECK(cudaGetLastError());
                 CUDA_CHECK(cudaDeviceSynchronize());
                 CUDA_CHECK(cudaMemcpy(host.data(), out, sizeof(unsigned long long) * host.size(),
                                       cudaMemcpyDeviceToHost));
-                std::vector<double> cyc, copy_rate, mhz;
+                std::vector<double> cyc, wg2_rate, mhz;
                 for (int c = 0; c < sms; c++) {
                     const double cycles = double(host[3 * c]);
                     cyc.push_back(cycles / reps);
-                    copy_rate.push_back(double(host[3 * c + 1]) / cycles);
+                    wg2_rate.push_back(double(host[3 * c + 1]) / cycles);
                     mhz.push_back(cycles / double(host[3 * c + 2]) * 1e3); // cycles per us
                 }
                 const OpInfo &in = kInfo[op];
                 const double per_group = median(cyc);
                 const double rate = wgs * in.flops / per_group;
                 printf("%-26s %-33s %3d %6s %11.0f %11.0f %6.1f%% %10.1f %10.1f %6.0f\n", in.name, in.what, wgs,
-                       copies ? "yes" : "no", per_group, rate, 100.0 * rate / in.peak, wgs * in.bytes / per_group,
-                       median(copy_rate), median(mhz));
+                       kTrafficName[traffic], per_group, rate, 100.0 * rate / in.peak, wgs * in.bytes / per_group,
+                       median(wg2_rate), median(mhz));
             }
         }
     }
