@@ -51,6 +51,8 @@ if [ "$mode" = ab ]; then
         [ -d "$d" ] || { echo "$usage ($d is not a directory)" >&2; exit 2; }
         others+=("$(cd "$d" && pwd)")
     done
+    names=(b c d e f g)
+    [ ${#others[@]} -le ${#names[@]} ] || { echo "ab: at most ${#names[@]} trees" >&2; exit 2; }
     shift
 fi
 out=${OUT:-$root/gpu-out}
@@ -91,6 +93,19 @@ step() {
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/gpu.txt" 2>&1
+# ab: the other trees configure and build in the background, beside this tree's build
+# (one build uses a few of the GPU machine's cores for most of its ~35 s): the A/B below
+# waits for each.
+ab_builds=()
+if [ "$mode" = ab ]; then
+    for i in "${!others[@]}"; do
+        tree=${others[$i]}
+        step "configure_${names[$i]}" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON \
+            -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
+            step "build_${names[$i]}" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &
+        ab_builds[$i]=$!
+    done
+fi
 step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
     step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan bench_gather bench_widen bench_wgmma || {
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
@@ -250,16 +265,13 @@ ab)
                 STEP_TIMEOUT=150 step "determinism_$name" "$tree/build-gpu/tests/gpu_test_determinism" --runs 2
         fi
     }
-    # Trees b, c, ... in the order given: each built and smoke-checked, then every bench
-    # argument list runs A, b, c, ..., twice. A tree whose smoke check fails is left out,
-    # unless AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, PERF.md)
-    # compute wrong results and are timed anyway.
-    names=(b c d e f g)
-    [ ${#others[@]} -le ${#names[@]} ] || { echo "ab: at most ${#names[@]} trees" >&2; exit 2; }
+    # Trees b, c, ... in the order given: each built (in the background, above) and
+    # smoke-checked, then every bench argument list runs A, b, c, ..., twice. A tree whose
+    # smoke check fails is left out, unless AB_KEEP_FAILED=1: ablations (a stage removed on
+    # purpose to time it, PERF.md) compute wrong results and are timed anyway.
     for i in "${!others[@]}"; do
         name=${names[$i]} tree=${others[$i]}
-        step "configure_$name" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-            step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
+        wait "${ab_builds[$i]}" &&
             { STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
                 [ "${AB_KEEP_FAILED:-0}" = 1 ]; } &&
             ab_tests "$name" "$tree" ||
