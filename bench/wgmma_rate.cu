@@ -120,10 +120,11 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
     volatile int *done = reinterpret_cast<volatile int *>(smem + kFlagOff);
     __shared__ unsigned long long cycles_of[2];
     const int tid = threadIdx.x, wg = tid / 128, t = tid % 128;
-    // Operands: small BF16 / E4M3 values (no NaNs or infinities), so the tensor core
-    // does real work at a realistic power.
+    // Operands: words whose bytes are E4M3 values <= 1.875 (0x00-0x3f, 0x38, 0x3c) and
+    // whose halves are BF16 values near 0.5 and 1 (no NaNs or infinities, no overflow
+    // over the repetitions), so the tensor core does real work at a realistic power.
     for (int i = tid; i < kScratchOff / 4; i += kThreads)
-        reinterpret_cast<uint32_t *>(smem)[i] = 0x3c003800u ^ ((i * 2654435761u) & 0x007f007fu);
+        reinterpret_cast<uint32_t *>(smem)[i] = 0x3c003800u ^ ((i * 2654435761u) & 0x003f003fu);
     if (tid == 0)
         *done = 0;
     fence_proxy_async();
