@@ -32,11 +32,12 @@
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
-#               A, b, c, ... twice. `::` separates several bench argument lists; the
-#               tables come last (scripts/ab_table.py: best of the rounds, change
-#               against A). AB_DETERMINISM=1 also runs `gpu_test_determinism --runs 2` on
-#               every tree (about 30 s each), AB_TESTS=1 every GPU test but the soak
-#               (about 50 s each); a tree must pass them to be benched.
+#               A, b, c, ... twice (AB_ROUNDS=N: N times). `::` separates several bench
+#               argument lists; the tables come last (scripts/ab_table.py: best of the
+#               rounds, change against A). AB_DETERMINISM=1 also runs
+#               `gpu_test_determinism --runs 2` on every tree (about 30 s each),
+#               AB_TESTS=1 every GPU test but the soak (about 50 s each); a tree must
+#               pass them to be benched.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -266,9 +267,10 @@ ab)
         fi
     }
     # Trees b, c, ... in the order given: each built (in the background, above) and
-    # smoke-checked, then every bench argument list runs A, b, c, ..., twice. A tree whose
-    # smoke check fails is left out, unless AB_KEEP_FAILED=1: ablations (a stage removed on
-    # purpose to time it, PERF.md) compute wrong results and are timed anyway.
+    # smoke-checked, then every bench argument list runs A, b, c, ..., AB_ROUNDS times
+    # (default 2). A tree whose smoke check fails is left out, unless AB_KEEP_FAILED=1:
+    # ablations (a stage removed on purpose to time it, PERF.md) compute wrong results
+    # and are timed anyway.
     for i in "${!others[@]}"; do
         name=${names[$i]} tree=${others[$i]}
         wait "${ab_builds[$i]}" &&
@@ -283,14 +285,14 @@ ab)
         while [ $# -gt 0 ] && [ "$1" != :: ]; do args+=("$1"); shift; done
         [ $# -gt 0 ] && shift
         n=$((n + 1))
-        for round in 1 2; do
+        for round in $(seq "${AB_ROUNDS:-2}"); do
             step "bench${n}_a$round" "$smla" bench "${args[@]}"
             for i in "${!others[@]}"; do
                 step "bench${n}_${names[$i]}$round" "${others[$i]}/build-gpu/smla" bench "${args[@]}"
             done
         done
     done
-    # The tables (best of the two rounds, change against A), printed last.
+    # The tables (best of the rounds, change against A), printed last.
     step ab_table python3 "$root/scripts/ab_table.py" "$out"
     ;;
 profile)
