@@ -2,7 +2,9 @@
 // (bf16m, fp8m) with their operands in shared memory, alone and beside the other traffic
 // of those kernels' shared memory, in FLOP per SM cycle. The question it answers (PERF, session 17): is S
 // (m64n64k16, both operands read from shared memory) bound by shared-memory bandwidth
-// rather than by the tensor core, and what would tiles of 32 rows (m64n32k16) cost?
+// rather than by the tensor core, and what would tiles of 32 rows (m64n32k16) cost? And
+// can S run with the KV rows on M and its A operand built in registers from raw E4M3
+// rows (no widening in shared memory; PERF's Next item 5) at the tensor core's rate?
 // At 128 bytes per cycle of shared memory an SS wgmma of M = 64 reads A (2 KB per k16
 // step) and B (N x 32 bytes): m64n64k16 needs 128 B/cycle at the BF16 peak, m64n32k16
 // 192, m64n256k16 80.
@@ -22,6 +24,7 @@
 
 #include "../src/cuda/common/sm90.cuh"
 #include "../src/cuda/common/wgmma_ops.cuh"
+#include "../src/cuda/prefill/heads_on_m.cuh"
 #include "bench_cli.h"
 #include "cuda_check.h"
 
@@ -39,7 +42,7 @@ constexpr int kFlagOff = kScratchOff + kScratchBytes;
 constexpr int kSmemBytes = kFlagOff + 16 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kPV256, kPV256R, kFp8S64, kFp8PV256, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st"};
 struct OpInfo {
@@ -52,17 +55,138 @@ struct OpInfo {
 const OpInfo kInfo[kOps] = {
     {"bf16 m64n64k16 SS x32", "bf16m's S (64-row tile)", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 2048)},
     {"bf16 m64n32k16 SS x32", "S on a 32-row tile", 2.0 * 64 * 32 * 512, 4096, 32 * (2048 + 1024)},
+    {"bf16 m64n64k16 RS x32", "S^T, A widened from raw E4M3 rows", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 512)},
+    {"f16 m64n64k16 RS x32", "the same, FP16, scaled per block", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 512)},
     {"bf16 m64n256k16 SS^T x8", "bf16m's P . V, P from smem", 2.0 * 64 * 256 * 128, 4096, 8 * (2048 + 8192)},
     {"bf16 m64n256k16 RS^T x8", "bf16m's P . V, P from registers", 2.0 * 64 * 256 * 128, 4096, 8 * 8192},
     {"e4m3 m64n64k32 SS x16", "fp8m's S (64-row tile)", 2.0 * 64 * 64 * 512, 8192, 16 * (2048 + 2048)},
     {"e4m3 m64n256k32 SS x4", "fp8m's P . V (one plane)", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
 };
 
+// Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
+// that the 32-bit loads of 8 rows x 4 lanes meet 32 distinct banks), then [64][8] float
+// block scales.
+constexpr int kRawPitch = 528, kRawScaleOff = 64 * kRawPitch;
+
+// A thread's two rows of a raw tile (r and r + 8 of its warp's 16; lane q reads bytes
+// 4 q .. 4 q + 3 of each 16) and their block scales.
+struct RawRows {
+    const uint8_t *row0, *row1;
+    const float *scale0, *scale1;
+    __device__ explicit RawRows(const uint8_t *raw)
+    {
+        const int t = threadIdx.x % 128, r = (t / 32) * 16 + (t % 32) / 4;
+        row0 = raw + r * kRawPitch + 4 * (t % 4);
+        row1 = row0 + 8 * kRawPitch;
+        scale0 = reinterpret_cast<const float *>(raw + kRawScaleOff) + 8 * r;
+        scale1 = scale0 + 64;
+    }
+    // The raw bytes of k16 step `step` in rows r and r + 8.
+    __device__ uint32_t word0(int step) const { return *reinterpret_cast<const uint32_t *>(row0 + 16 * step); }
+    __device__ uint32_t word1(int step) const { return *reinterpret_cast<const uint32_t *>(row1 + 16 * step); }
+};
+
+// S^T = K . Q^T over K = 512 with the KV rows on M, A built in registers from raw E4M3
+// rows (the arrangement of PERF's Next item 5): a thread's fragment of k16 step s is 4
+// values of each of rows r and r + 8, bytes 16 s + 4 q .. + 3 of the row (K's order a
+// permutation of the dims, which Q's layout would follow), widened and scaled by the row's
+// block scale. 8 steps' fragments are built, then issued as one group; two sets of
+// registers alternate, each reused once its group is done.
+__device__ __forceinline__ void raw_score_group(const uint8_t *q, const uint8_t *raw, float (&d)[128])
+{
+    const RawRows rr(raw);
+    const SmemDesc dq = desc_sw128(q, 0);
+    uint4 frag[2][8];
+#pragma unroll
+    for (int batch = 0; batch < 4; batch++) {
+        uint4(&f)[8] = frag[batch % 2];
+        if (batch >= 2)
+            wgmma_wait<1>(); // the group that read these registers is done
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int step = 8 * batch + i, blk = step / 4;
+            const uint32_t w0 = rr.word0(step), w1 = rr.word1(step);
+            const float s0 = rr.scale0[blk], s1 = rr.scale1[blk];
+            f[i] = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(w0), s0),
+                              e4m3x2_to_bf16x2(static_cast<uint16_t>(w1), s1),
+                              e4m3x2_to_bf16x2(static_cast<uint16_t>(w0 >> 16), s0),
+                              e4m3x2_to_bf16x2(static_cast<uint16_t>(w1 >> 16), s1));
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            const int step = 8 * batch + i;
+            WgmmaBf16RS<64>::run(d, f[i], dq + ((step / 4) * (64 * 128) + (step % 4) * 32) / 16, 1);
+        }
+        wgmma_commit();
+    }
+    wgmma_wait<0>();
+    heads_on_m::keep_until_done(frag[0]);
+    heads_on_m::keep_until_done(frag[1]);
+    fence_regs(d);
+}
+
+// The same in FP16: E4M3 widens to FP16 exactly in one conversion, and the block scales
+// (one per row and 64-dim block, the rows being M) apply when each block's accumulators,
+// fresh per block, are added into S: two sets alternate, so that block b + 1's wgmmas
+// run while block b is added.
+__device__ __forceinline__ void raw_score_group_f16(const uint8_t *q, const uint8_t *raw, float (&d)[128])
+{
+    const RawRows rr(raw);
+    const SmemDesc dq = desc_sw128(q, 0);
+    float acc[2][32];
+    uint4 frag[2][4];
+    auto issue = [&](int blk) {
+        uint4(&f)[4] = frag[blk % 2];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int step = 4 * blk + i;
+            const uint32_t w0 = rr.word0(step), w1 = rr.word1(step);
+            f[i] = make_uint4(e4m3x2_to_f16x2(static_cast<uint16_t>(w0)), e4m3x2_to_f16x2(static_cast<uint16_t>(w1)),
+                              e4m3x2_to_f16x2(static_cast<uint16_t>(w0 >> 16)),
+                              e4m3x2_to_f16x2(static_cast<uint16_t>(w1 >> 16)));
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int step = 4 * blk + i;
+            WgmmaF16RS<64>::run(acc[blk % 2], f[i], dq + ((step / 4) * (64 * 128) + (step % 4) * 32) / 16, i > 0);
+        }
+        wgmma_commit();
+    };
+    auto add = [&](int blk) {
+        float(&a)[32] = acc[blk % 2];
+        fence_regs(a);
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+            d[i] += a[i] * ((i % 4) / 2 ? rr.scale1[blk] : rr.scale0[blk]);
+    };
+    issue(0);
+#pragma unroll
+    for (int blk = 1; blk < 8; blk++) {
+        issue(blk);
+        wgmma_wait<1>(); // block blk - 1 is done: its registers are free after the add
+        heads_on_m::keep_until_done(frag[(blk - 1) % 2]);
+        add(blk - 1);
+    }
+    wgmma_wait<0>();
+    heads_on_m::keep_until_done(frag[1]);
+    add(7);
+    fence_regs(d);
+}
+
 // One group of kOp on A at `a` and B at `b` (a compile-time shape: ptxas serialises
 // wgmmas whose accumulators a runtime switch might define elsewhere).
 template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
 {
     constexpr int op = kOp;
+    if (op == kS64Raw || op == kS64RawF16) {
+        if (op == kS64Raw)
+            raw_score_group(a, b, d);
+        else
+            raw_score_group_f16(a, b, d);
+        return;
+    }
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
     if (op == kS64 || op == kS32) {
@@ -201,8 +325,9 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
 }
 
 using Kernel = void (*)(int, int, int, const uint8_t *, int, unsigned long long *, float *);
-const Kernel kKernels[kOps] = {rate_kernel<kS64>,    rate_kernel<kS32>,    rate_kernel<kPV256>,
-                               rate_kernel<kPV256R>, rate_kernel<kFp8S64>, rate_kernel<kFp8PV256>};
+const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,    rate_kernel<kS64Raw>,
+                               rate_kernel<kS64RawF16>, rate_kernel<kPV256>, rate_kernel<kPV256R>,
+                               rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>};
 
 } // namespace
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes src/cuda/common/wgmma_ops.cuh: the wgmma instructions smla uses, one inline-asm
 wrapper per accumulator width N (8, 16, 32, 64; 256 for the P.V of 64-head tiles, BF16
-and E4M3). Each
+and E4M3; BF16 and FP16 with A from registers, so far used by bench_wgmma). Each
 N needs its own operand list, which is why this is generated rather than written by
 hand. Run from the repository root."""
 
@@ -54,6 +54,10 @@ def main():
         "template <int N> struct WgmmaBf16SS;",
         "// A and B from descriptors, BF16, K = 16, A MN-major (transposed).",
         "template <int N> struct WgmmaBf16SSTransA;",
+        "// A from registers (4 x b32 per thread: BF16 pairs), B from a descriptor, K-major.",
+        "template <int N> struct WgmmaBf16RS;",
+        "// The same with FP16 operands (E4M3 widens to FP16 in one conversion).",
+        "template <int N> struct WgmmaF16RS;",
         "// A and B from descriptors, BF16, K = 16, B MN-major (transposed); N = 256 only.",
         "template <int N> struct WgmmaBf16SSTransB;",
         "// A from registers (4 x b32 per thread: BF16 pairs), B from a descriptor, MN-major",
@@ -69,6 +73,10 @@ def main():
                            ['"l"(a)'], "desc", ", 0, 0"))
         out.append(wrapper("WgmmaBf16SSTransA", n, f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16",
                            ['"l"(a)'], "desc", ", 1, 0"))
+        out.append(wrapper("WgmmaBf16RS", n, f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16",
+                           ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs", ", 0"))
+        out.append(wrapper("WgmmaF16RS", n, f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16",
+                           ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs", ", 0"))
     for name, a_ops, kind in (("WgmmaFp8SS", ['"l"(a)'], "desc"),
                               ("WgmmaFp8RS", ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs")):
         out.append(wrapper(name, 256, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", a_ops, kind, ""))

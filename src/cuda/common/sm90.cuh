@@ -259,12 +259,18 @@ __device__ __forceinline__ uint8_t *align_smem_1024(uint8_t *smem)
     return smem + ((1024u - (addr & 1023u)) & 1023u);
 }
 
+// Two E4M3 (low byte first) to two FP16 packed in a word, exactly (one instruction).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t v)
+{
+    uint32_t h2;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(v));
+    return h2;
+}
 // Two E4M3 (low byte first) times a power-of-two scale to two BF16 packed in a word
 // (via f16 and f32: exact unless the product leaves BF16's range).
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
 {
-    uint32_t h2;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(v));
+    const uint32_t h2 = e4m3x2_to_f16x2(v);
     const __half2 h = *reinterpret_cast<const __half2 *>(&h2);
     const float2 f = __half22float2(h);
     const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * scale, f.y * scale);
