@@ -49,14 +49,14 @@ struct OpInfo {
     const char *name, *what;
     double flops;  // per group
     double peak;   // dense FLOP per SM cycle of its type
-    double bytes;  // shared memory read per group (A and B, once per wgmma)
+    double bytes;  // shared memory read per group (A and B once per wgmma; raw rows: B and the loads)
 };
 // Per group: S over K = 512 (one WG's tile), P . V over two 64-row tiles (one WG's 256 dims).
 const OpInfo kInfo[kOps] = {
     {"bf16 m64n64k16 SS x32", "bf16m's S (64-row tile)", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 2048)},
     {"bf16 m64n32k16 SS x32", "S on a 32-row tile", 2.0 * 64 * 32 * 512, 4096, 32 * (2048 + 1024)},
-    {"bf16 m64n64k16 RS x32", "S^T, A widened from raw E4M3 rows", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 512)},
-    {"f16 m64n64k16 RS x32", "the same, FP16, scaled per block", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 512)},
+    {"bf16 m64n64k16 RS x32", "S^T, A widened from raw E4M3 rows", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 1024)},
+    {"f16 m64n64k16 RS x32", "the same, FP16, scaled per block", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 1024)},
     {"bf16 m64n256k16 SS^T x8", "bf16m's P . V, P from smem", 2.0 * 64 * 256 * 128, 4096, 8 * (2048 + 8192)},
     {"bf16 m64n256k16 RS^T x8", "bf16m's P . V, P from registers", 2.0 * 64 * 256 * 128, 4096, 8 * 8192},
     {"e4m3 m64n64k32 SS x16", "fp8m's S (64-row tile)", 2.0 * 64 * 64 * 512, 8192, 16 * (2048 + 2048)},
