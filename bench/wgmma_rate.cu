@@ -1,10 +1,11 @@
 // bench_wgmma: how fast the tensor core runs the wgmma shapes of the heads-on-M kernels
 // (bf16m, fp8m) with their operands in shared memory, alone and beside the other traffic
-// of those kernels' shared memory, in FLOP per SM cycle. The question it answers (PERF, session 17): is S
-// (m64n64k16, both operands read from shared memory) bound by shared-memory bandwidth
-// rather than by the tensor core, and what would tiles of 32 rows (m64n32k16) cost? And
-// can S run with the KV rows on M and its A operand built in registers from raw E4M3
-// rows (no widening in shared memory; PERF's Next item 5) at the tensor core's rate?
+// of those kernels' shared memory, in FLOP per SM cycle. The questions it answers (PERF,
+// session 17): is S (m64n64k16, both operands read from shared memory) bound by
+// shared-memory bandwidth rather than by the tensor core, and what would tiles of 32 rows
+// (m64n32k16) cost? Can S run with the KV rows on M and its A operand built in registers
+// from raw E4M3 rows (no widening in shared memory; PERF's Next item 5) at the tensor
+// core's rate?
 // At 128 bytes per cycle of shared memory an SS wgmma of M = 64 reads A (2 KB per k16
 // step) and B (N x 32 bytes): m64n64k16 needs 128 B/cycle at the BF16 peak, m64n32k16
 // 192, m64n256k16 80.
