@@ -117,7 +117,7 @@ __device__ __forceinline__ void raw_score_group(const uint8_t *q, const uint8_t 
 #pragma unroll
         for (int i = 0; i < 8; i++) {
             const int step = 8 * batch + i;
-            WgmmaBf16RS<64>::run(d, f[i], dq + ((step / 4) * (64 * 128) + (step % 4) * 32) / 16, 1);
+            WgmmaBf16RS<64>::run(d, f[i], dq + k_step_units(step, 64), 1);
         }
         wgmma_commit();
     }
@@ -151,7 +151,7 @@ __device__ __forceinline__ void raw_score_group_f16(const uint8_t *q, const uint
 #pragma unroll
         for (int i = 0; i < 4; i++) {
             const int step = 4 * blk + i;
-            WgmmaF16RS<64>::run(acc[blk % 2], f[i], dq + ((step / 4) * (64 * 128) + (step % 4) * 32) / 16, i > 0);
+            WgmmaF16RS<64>::run(acc[blk % 2], f[i], dq + k_step_units(step, 64), i > 0);
         }
         wgmma_commit();
     };
@@ -181,13 +181,10 @@ __device__ __forceinline__ void raw_score_group_f16(const uint8_t *q, const uint
 template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
 {
     constexpr int op = kOp;
-    if (op == kS64Raw || op == kS64RawF16) {
-        if (op == kS64Raw)
-            raw_score_group(a, b, d);
-        else
-            raw_score_group_f16(a, b, d);
-        return;
-    }
+    if (op == kS64Raw)
+        return raw_score_group(a, b, d);
+    if (op == kS64RawF16)
+        return raw_score_group_f16(a, b, d);
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
     if (op == kS64 || op == kS32) {
@@ -195,8 +192,7 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         const SmemDesc db = desc_sw128(b, 0);
 #pragma unroll
         for (int step = 0; step < 32; step++) {
-            const uint32_t ao = ((step / 4) * (64 * 128) + (step % 4) * 32) / 16;
-            const uint32_t bo = ((step / 4) * (rows * 128) + (step % 4) * 32) / 16;
+            const uint32_t ao = k_step_units(step, 64), bo = k_step_units(step, rows);
             if (op == kS64)
                 WgmmaBf16SS<64>::run(d, da + ao, db + bo, 1);
             else
@@ -210,7 +206,7 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         for (int st = 0; st < 8; st++) {
             const uint32_t vo = ((st % 4) * 16 * 128 + (st / 4) * 32 * 1024) / 16;
             if (op == kPV256) {
-                WgmmaBf16SSTransB<256>::run(d, da + ((st % 4) * 32) / 16, dv + vo, 1);
+                WgmmaBf16SSTransB<256>::run(d, da + k_step_units(st % 4, 64), dv + vo, 1);
             } else {
                 WgmmaBf16RSTransB<256>::run(d, pf, dv + vo, 1);
             }
@@ -219,8 +215,7 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         const SmemDesc db = desc_sw128(b, 0);
 #pragma unroll
         for (int step = 0; step < 16; step++) {
-            const uint32_t o = (step / 4) * (64 * 128) + (step % 4) * 32;
-            WgmmaFp8SS<64>::run(d, da + o / 16, db + o / 16, 1);
+            WgmmaFp8SS<64>::run(d, da + k_step_units(step, 64), db + k_step_units(step, 64), 1);
         }
     } else {
         // V^T: [256 dims][128 B] K-major, 4 k32 steps.

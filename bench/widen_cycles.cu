@@ -4,10 +4,8 @@
 // 1, 2 or 3 warpgroups at once, each its own half (W). PERF.md (session 9) uses it to
 // place the widening: ~2000 cycles a half on one warpgroup, whatever the code's order.
 // Usage: bench_widen [--reps N]  (default 200; medians over the CTAs of N repetitions)
-#include <algorithm>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <vector>

@@ -46,6 +46,14 @@ __device__ __forceinline__ SmemDesc desc_sw128(const void *smem, uint32_t lbo_by
     return SmemDesc{lo, hi};
 }
 
+// The 16-byte units from the start of a K-major 128B-swizzled operand of `rows` rows to its
+// K step `step` (32 bytes: 16 BF16 or 32 E4M3 values): four steps per 128-byte column
+// block, the blocks rows x 128 bytes apart. A descriptor plus these units addresses the step.
+__device__ __forceinline__ constexpr uint32_t k_step_units(int step, int rows)
+{
+    return ((step / 4) * (rows * 128) + (step % 4) * 32) / 16;
+}
+
 // The 64-byte swizzle, for K-major operands whose rows are 64 bytes (64 E4M3 values):
 // inside every 512-byte atom of 8 rows x 64 B, the 16-byte chunk index is XORed with
 // bits 1-2 of the row index (address bits 7-8 into 4-5).

@@ -396,8 +396,8 @@ struct Consumer {
 #pragma unroll
             for (int ks = 0; ks < 4; ks++) {
                 const int step = 16 * half + 4 * (nb + 2 * b) + ks; // k16 step over the 512 dims
-                WgmmaBf16SS<64>::run(s, desc_q + ((step / 4) * (kHeads * 128) + (step % 4) * 32) / 16,
-                                     desc_k + ((step / 4) * (kRows * 128) + (step % 4) * 32) / 16,
+                WgmmaBf16SS<64>::run(s, desc_q + k_step_units(step, kHeads),
+                                     desc_k + k_step_units(step, kRows),
                                      accumulate || b > 0 || ks > 0);
             }
         wgmma_commit();

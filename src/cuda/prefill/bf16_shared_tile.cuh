@@ -58,8 +58,8 @@ template <int kHT> struct SharedTile {
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < 32; ks++) // K = 512 in steps of 16
-            WgmmaBf16SS<kHT>::run(s, a0 + ((ks / 4) * (kTileRows * 128) + (ks % 4) * 32) / 16,
-                                  b0 + ((ks / 4) * (kHT * 128) + (ks % 4) * 32) / 16, ks > 0);
+            WgmmaBf16SS<kHT>::run(s, a0 + k_step_units(ks, kTileRows),
+                                  b0 + k_step_units(ks, kHT), ks > 0);
         wgmma_commit();
         wgmma_wait<0>();
         fence_regs(s);
@@ -72,7 +72,7 @@ template <int kHT> struct SharedTile {
             wgmma_fence();
 #pragma unroll
             for (int step = 0; step < 8; step++) { // K = 128 rows in steps of 16
-                const uint64_t b = b0 + ((step / 4) * (kHT * 128) + (step % 4) * 32) / 16;
+                const uint64_t b = b0 + k_step_units(step, kHT);
 #pragma unroll
                 for (int m = 0; m < 4; m++)
                     WgmmaBf16SSTransA<kHT>::run(o[m], a0 + (m * (kTileRows * 128) + step * 2048) / 16, b, 1);

@@ -393,7 +393,7 @@ struct Consumer {
                     kwait += timeline::now() - t0;
                     fence_proxy_async();
                 }
-                const uint32_t off = ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16; // Q, K: 64 rows each
+                const uint32_t off = k_step_units(ks, kRows); // Q, K: 64 rows each
                 wgmma_fence();
                 WgmmaFp8SS<32>::run(part[n % kSets], desc_q + off, desc_k + off + (h * 32 * 128) / 16, 0);
                 wgmma_commit();

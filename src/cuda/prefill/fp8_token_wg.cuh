@@ -149,8 +149,8 @@ template <int kHT, bool kShared> struct TokenWG {
 #pragma unroll
                 for (int c = 0; c < kChain; c++) {
                     const int ks = b + j * kChain + c;
-                    WgmmaFp8SS<kHT>::run(part[j], da + ((ks / 4) * (kRows * 128) + (ks % 4) * 32) / 16,
-                                         db + ((ks / 4) * (kHT * 128) + (ks % 4) * 32) / 16, c > 0);
+                    WgmmaFp8SS<kHT>::run(part[j], da + k_step_units(ks, kRows),
+                                         db + k_step_units(ks, kHT), c > 0);
                 }
             wgmma_commit();
             wgmma_wait<0>();
