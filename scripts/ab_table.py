@@ -24,7 +24,7 @@ def parse(path):
     column is the query type, the name ends before it and the last column takes every
     field left over; otherwise a row has as many more fields than the header as its name
     has extra words."""
-    rows, header = collections.OrderedDict(), None
+    rows, listed, header = collections.OrderedDict(), [], None
     for line in open(path):
         fields = line.split()
         if not fields or line.startswith("smla bench"):
@@ -40,7 +40,14 @@ def parse(path):
         values = fields[words:]
         if len(values) > len(header):
             values = values[: len(header) - 1] + [" ".join(values[len(header) - 1 :])]
-        rows[" ".join(fields[:words])] = dict(zip(header, values))
+        listed.append((" ".join(fields[:words]), dict(zip(header, values))))
+    # One list may run a case name with several query and cache types (flashmla-shapes
+    # runs fp8 and bf16): those names carry their types, so no row hides another.
+    names = collections.Counter(name for name, _ in listed)
+    for name, row in listed:
+        if names[name] > 1 and "q" in row and "kv" in row:
+            name = f"{name} {row['q']}/{row['kv']}"
+        rows[name] = row
     return rows, header or []
 
 
