@@ -1,6 +1,6 @@
 # scripts/ab_table.py: the tables of an A/B run from its bench logs (two trees, two
-# rounds, a case whose name holds spaces, a --staging check column with spaces), best of
-# the rounds and the change against A;
+# rounds, a case whose name holds spaces, a --staging check column with spaces, one case
+# name run with two query types), best of the rounds and the change against A;
 # exit 1 without logs. Usage: bash cli_ab_table.sh <smla-binary> <repo-root>
 set -u
 root=$2
@@ -39,6 +39,23 @@ staging bench2_a1.log 1.44 identical
 staging bench2_b1.log 1.08 agrees rel 2.5e-03
 out=$(python3 "$root/scripts/ab_table.py" "$dir") || fail "ab_table.py exited $?"
 grep -qF "| v41-flash-tp1 q8192+p0 | 1.44 | 1.08 (-25.0%) |" <<<"$out" || fail "staging table (a check with spaces):
+$out"
+# flashmla-shapes runs each case with FP8 and then BF16 queries under one name: both rows
+# stay, each named by its types.
+both() { # file tflops-fp8 tflops-bf16
+    cat >"$dir/$1" <<END
+smla bench: NVIDIA H200; 3 warm-up runs, median of 20; seed 1
+case                               q    kv         tokens heads  entries   cap segs split copies    time_us  TFLOP/s    GB/s
+flashmla h64 k640 rows8192         fp8  fp8          4096    64    633.5     -    -  auto      1      729.1    $2    1822
+flashmla h64 k640 rows8192         bf16 bf16         4096    64    633.5     -    -  auto      1      692.5    $3    3837
+END
+}
+both bench3_a1.log 466.5 491.1
+both bench3_b1.log 470.0 480.0
+out=$(python3 "$root/scripts/ab_table.py" "$dir") || fail "ab_table.py exited $?"
+grep -qF "| flashmla h64 k640 rows8192 fp8/fp8 | 466.5 | 470 (+0.8%) |" <<<"$out" &&
+    grep -qF "| flashmla h64 k640 rows8192 bf16/bf16 | 491.1 | 480 (-2.3%) |" <<<"$out" ||
+    fail "a name run with two query types:
 $out"
 python3 "$root/scripts/ab_table.py" "$dir/none" 2>/dev/null && fail "no logs: exit 0"
 [ $failures -eq 0 ] && echo "cli_ab_table: all checks passed"
