@@ -15,12 +15,15 @@ from collections import defaultdict
 
 MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
          "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
-         "end_ns", "sm", "start_ns"] + ["sum%d" % i for i in range(8)]
+         "end_ns", "sm", "start_ns"] + ["sum%d" % i for i in range(16)]
 M = {name: i for i, name in enumerate(MARKS)}
-# Labels of the eight sums (marks 16-23), per kernel: the order of its enum Sum.
+# Labels of the sixteen sums (marks 16-31), per kernel: the order of its enum Sum.
 SUMS = {
     "bf16m": ["WG 0 waits for its halves", "WG 0 widens", "WG 0 waits for S", "producer waits for a free half",
-              "producer on row addresses", "producer issues copies", "WG 1 waits for its halves", "WG 1 widens"],
+              "producer on row addresses", "producer issues copies", "WG 1 waits for its halves", "WG 1 widens",
+              "WG 0 softmax to own P.V issued", "WG 0 waits for WG 1's max", "WG 0 moves and stores P",
+              "WG 0 waits for own P.V", "WG 0 waits for WG 1's P", "WG 0 other tile's P.V",
+              "WG 1 waits for WG 0's max", "WG 1 waits for WG 0's P"],
     "fp8m": ["producer waits for K to land", "producer waits for a free V^T half", "producer transposes",
              "producer waits for a free K buffer", "producer refills K", "WG 0 waits for K in S",
              "WG 0 in S (waits included)", "WG 0 waits for V^T"],

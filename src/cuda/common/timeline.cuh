@@ -3,7 +3,7 @@
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
 // Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
-// CTA's start and end (nanoseconds, comparable across SMs); 16-23 eight sums of cycles
+// CTA's start and end (nanoseconds, comparable across SMs); 16-31 sixteen sums of cycles
 // over the CTA's pairs, whose meaning each kernel gives (its enum Sum; scripts/timeline.py
 // labels them). The split-KV combine records %globaltimer at its CTAs' start, once the
 // attention kernel is done (its grid wait), once the token is looked up, and at the end.
@@ -18,7 +18,7 @@ enum Mark {
     kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
     kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs, kSum0
 };
-constexpr int kSums = 8, kMarks = kSum0 + kSums;
+constexpr int kSums = 16, kMarks = kSum0 + kSums;
 
 enum CombineMark { kCombineStart, kCombineWaited, kCombineLookedUp, kCombineEnd, kCombineMarks };
 

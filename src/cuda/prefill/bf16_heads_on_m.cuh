@@ -42,8 +42,15 @@ static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 // halves, its widening (fence and WG barrier included) and its wait for S; the producer's
 // first thread waiting for a free half, issuing a half's copies and on the next pair's
 // row sets (to the producer's barrier; off the refill's path); WG 1's waits for its
-// halves and its widening.
-enum Sum { kSumReadyWait, kSumWiden, kSumScoreWait, kSumFreeWait, kSumRows, kSumCopies, kSumWg1ReadyWait, kSumWg1Widen };
+// halves and its widening. Then the rest of WG 0's pair, phase by phase (Consumer::run;
+// with the three above they sum to about the whole pair): from S's end to its own P . V
+// issued (mask, max, softmax, O's rescale), its wait for WG 1's max, P moved to it and
+// stored, the wait for its own P . V, O's second rescale and the wait for WG 1's P, the
+// other tile's P . V (issue to completion); and WG 1's waits for WG 0's max and P.
+enum Sum {
+    kSumReadyWait, kSumWiden, kSumScoreWait, kSumFreeWait, kSumRows, kSumCopies, kSumWg1ReadyWait, kSumWg1Widen,
+    kSumSoftmax, kSumMaxWait, kSumStoreP, kSumOwnPvWait, kSumOtherPWait, kSumOtherPv, kSumWg1MaxWait, kSumWg1PWait
+};
 
 struct Layout {
     static constexpr int kHalfBytes = kRows * 512;                    // 256 dims of 64 rows
@@ -448,6 +455,7 @@ struct Consumer {
         const int pairs = (w.ntiles + 1) / 2;
         const int own = wg, other = 1 - wg; // buffers
         uint64_t cycles[3] = {0, 0, 0};     // timeline builds only: see score
+        uint64_t phases[6] = {};            // timeline builds only: kSumSoftmax .. (per WG)
         for (int k = 0; k < pairs; k++) {
             float s[32], mx[2], m[2], rs[2], f[2];
             if (tid == 0 && k == pairs - 1)
@@ -455,6 +463,13 @@ struct Consumer {
             score(s, own, k, cycles);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
+            uint64_t t0 = timeline::now(), t1;
+            // Adds the cycles since the last phase's end to phases[i] (timeline builds).
+            const auto phase = [&](int i) {
+                t1 = timeline::now();
+                phases[i] += t1 - t0;
+                t0 = t1;
+            };
             mask_and_max(s, sh.valid_rows(k, own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
@@ -464,27 +479,35 @@ struct Consumer {
                 uint4 pf[4];
                 p_fragments(s, pf);
                 accumulate_own(o, pf, own);
+                phase(0);
                 // The final max from WG 1: P, O and l move to it.
                 float g[2];
                 take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, k), r0);
+                phase(1);
 #pragma unroll
                 for (int i = 0; i < 32; i++)
                     s[i] *= g[(i % 4) / 2];
                 store_p(s, own);
                 named_arrive(kP0Ready, 256);
+                phase(2);
                 wgmma_wait<0>();
                 fence_regs(o);
                 keep_until_done(pf);
                 mbar_arrive(&sh.free_[own * 2 + 0]); // buffer 0, left half: S and P . V done
+                phase(3);
                 rescale(o, g);
                 named_barrier(kP1Ready, 256);
+                phase(4);
                 accumulate_other(o, other);
                 wgmma_wait<0>();
                 fence_regs(o);
                 mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+                phase(5);
             } else {
+                phase(0);
                 // The final max: WG 0's value (m and its tile) with this tile's.
                 final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
+                phase(1);
                 exponentiate(s, m, rs);
                 settle_max(m, f, rs, l, m_run);
                 rescale(o, f);
@@ -493,7 +516,9 @@ struct Consumer {
                 accumulate_own(o, pf, own);
                 store_p(s, own);
                 named_arrive(kP1Ready, 256);
+                phase(2);
                 named_barrier(kP0Ready, 256);
+                phase(3);
                 accumulate_other(o, other);
                 wgmma_wait<1>();
                 fence_regs(o);
@@ -513,6 +538,8 @@ struct Consumer {
         if (tid == 128) {
             timeline::set_sum(kSumWg1ReadyWait, cycles[0]);
             timeline::set_sum(kSumWg1Widen, cycles[1]);
+            timeline::set_sum(kSumWg1MaxWait, phases[1]);
+            timeline::set_sum(kSumWg1PWait, phases[3]);
         }
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
@@ -520,6 +547,8 @@ struct Consumer {
             timeline::set_sum(kSumReadyWait, cycles[0]);
             timeline::set_sum(kSumWiden, cycles[1]);
             timeline::set_sum(kSumScoreWait, cycles[2]);
+            for (int i = 0; i < 6; i++)
+                timeline::set_sum(kSumSoftmax + i, phases[i]);
             timeline::end();
         }
     }
