@@ -16,6 +16,9 @@
 // cp.async copies of random 1 KB rows of an L2-resident pool into a scratch area (the
 // producer's landing copies), or loads and stores 16-byte chunks of that area as fast as
 // it can (the consumers' widening of raw rows), until they finish.
+// Session 18 adds fp8m's P . V turned around (PERF Next item 4): O^T = V^T . P^T with the
+// dims on M and V^T built in registers from V's rows by 4x4 byte transposes, so that no
+// warpgroup transposes V in shared memory.
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
 #include <cstdio>
@@ -43,7 +46,7 @@ constexpr int kFlagOff = kScratchOff + kScratchBytes;
 constexpr int kSmemBytes = kFlagOff + 16 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st"};
 struct OpInfo {
@@ -62,6 +65,8 @@ const OpInfo kInfo[kOps] = {
     {"bf16 m64n256k16 RS^T x8", "bf16m's P . V, P from registers", 2.0 * 64 * 256 * 128, 4096, 8 * 8192},
     {"e4m3 m64n64k32 SS x16", "fp8m's S (64-row tile)", 2.0 * 64 * 64 * 512, 8192, 16 * (2048 + 2048)},
     {"e4m3 m64n256k32 SS x4", "fp8m's P . V (one plane)", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
+    {"e4m3 m64n64k32 RS x16", "O^T += V^T . P^T, V^T by byte perms", 2.0 * 64 * 256 * 128, 8192, 16 * (2048 + 2048)},
+    {"e4m3 m64n64k32 RS x32", "the same, two P planes (A reused)", 2.0 * 2 * 64 * 256 * 128, 8192, 16 * (2048 + 2 * 2048)},
 };
 
 // Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
@@ -176,6 +181,66 @@ __device__ __forceinline__ void raw_score_group_f16(const uint8_t *q, const uint
     fence_regs(d);
 }
 
+// V's rows for the turned-around P . V: [128 entries][256 dims] of E4M3 at a 264-byte pitch
+// (the 32-bit loads of 4 entries x 8 dim words meet 32 distinct banks); P^T as fp8m's P,
+// [64 heads][128 entries] (K-major, 128B swizzle), the lo plane 8 KB after the hi one.
+constexpr int kVPitch = 264, kPLoOff = 8 * 1024;
+
+// t[j] = byte j of w0, w1, w2, w3 (a 4x4 byte transpose, 8 PRMT).
+__device__ __forceinline__ void transpose_bytes(const uint32_t (&w)[4], uint32_t (&t)[4])
+{
+    const uint32_t lo01 = __byte_perm(w[0], w[1], 0x5140), hi01 = __byte_perm(w[0], w[1], 0x7362);
+    const uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140), hi23 = __byte_perm(w[2], w[3], 0x7362);
+    t[0] = __byte_perm(lo01, lo23, 0x5410);
+    t[1] = __byte_perm(lo01, lo23, 0x7632);
+    t[2] = __byte_perm(hi01, hi23, 0x5410);
+    t[3] = __byte_perm(hi01, hi23, 0x7632);
+}
+
+// O^T (this WG's 256 dims as four m64 tiles x 64 heads) += V^T . P^T over 128 entries
+// (4 k32 steps), kPlanes times (fp8m's hi and lo planes of P, the same A). A thread's
+// fragment rows g and g + 8 of m-tiles 2u and 2u + 1 are the dims 4X .. 4X + 3, X = 32 u
+// + 8 w + g (a permutation of the dims that an epilogue would undo): per k-step and u,
+// 8 32-bit loads (entries 4q .. 4q + 3 and 16 + 4q .. + 3 of those 4 dims) and two byte
+// transposes give both tiles' fragments. Two fragment sets alternate, so one step's
+// transposes run under the previous step's wgmmas.
+template <int kPlanes> __device__ __forceinline__ void pv_transposed_group(const uint8_t *p, const uint8_t *v, float (&d)[128])
+{
+    const int t = threadIdx.x % 128, w = t / 32, g = (t % 32) / 4, q = t % 4;
+    const SmemDesc dp = desc_sw128(p, 0);
+    float(&o)[4][32] = reinterpret_cast<float(&)[4][32]>(d); // the four m-tiles' accumulators
+    uint4 frag[2][2]; // [set][m-tile of the pair]: 16 registers beside the 128 accumulators
+#pragma unroll
+    for (int c = 0; c < 8; c++) {
+        const int step = c / 2, u = c % 2;
+        uint4(&f)[2] = frag[c % 2];
+        if (c >= 2)
+            wgmma_wait<1>(); // the group that read these registers is done
+        const uint8_t *rows = v + (32 * step + 4 * q) * kVPitch + 4 * (32 * u + 8 * w + g);
+        uint32_t lo[4], hi[4], tl[4], th[4];
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            lo[e] = *reinterpret_cast<const uint32_t *>(rows + e * kVPitch);
+            hi[e] = *reinterpret_cast<const uint32_t *>(rows + (16 + e) * kVPitch);
+        }
+        transpose_bytes(lo, tl);
+        transpose_bytes(hi, th);
+        f[0] = make_uint4(tl[0], tl[1], th[0], th[1]); // dims 4X, 4X + 1: m-tile 2u
+        f[1] = make_uint4(tl[2], tl[3], th[2], th[3]); // dims 4X + 2, 4X + 3: m-tile 2u + 1
+        wgmma_fence();
+#pragma unroll
+        for (int m = 0; m < 2; m++)
+#pragma unroll
+            for (int plane = 0; plane < kPlanes; plane++)
+                WgmmaFp8RS<64>::run(o[2 * u + m], f[m], dp + (plane * kPLoOff + step * 32) / 16, 1);
+        wgmma_commit();
+    }
+    wgmma_wait<0>();
+    heads_on_m::keep_until_done(frag[0]);
+    heads_on_m::keep_until_done(frag[1]);
+    fence_regs(d);
+}
+
 // One group of kOp on A at `a` and B at `b` (a compile-time shape: ptxas serialises
 // wgmmas whose accumulators a runtime switch might define elsewhere).
 template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
@@ -185,6 +250,8 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         return raw_score_group(a, b, d);
     if (op == kS64RawF16)
         return raw_score_group_f16(a, b, d);
+    if (op == kFp8PVT || op == kFp8PVT2)
+        return pv_transposed_group<op == kFp8PVT ? 1 : 2>(a, b, d);
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
     if (op == kS64 || op == kS32) {
@@ -295,7 +362,10 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
         d[i] = 0.f;
     unsigned long long cycles = 0, g0 = 0, g1 = 0;
     if (wg < wgs) {
-        run_group<kOp>(smem + kAOff, smem + kBOff + wg * kBBytes, d); // warm-up
+        // A warm-up group, except for the turned-around P . V: over accumulators known to be
+        // zero ptxas serialises its four tiles' wgmmas (C7520); one group in 256 is noise.
+        if (kOp != kFp8PVT && kOp != kFp8PVT2)
+            run_group<kOp>(smem + kAOff, smem + kBOff + wg * kBBytes, d);
         named_barrier(1, wgs * 128);
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
         const long long c0 = clock64();
@@ -321,9 +391,10 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
 }
 
 using Kernel = void (*)(int, int, int, const uint8_t *, int, unsigned long long *, float *);
-const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,    rate_kernel<kS64Raw>,
-                               rate_kernel<kS64RawF16>, rate_kernel<kPV256>, rate_kernel<kPV256R>,
-                               rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>};
+const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,      rate_kernel<kS64Raw>,
+                               rate_kernel<kS64RawF16>, rate_kernel<kPV256>,   rate_kernel<kPV256R>,
+                               rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>, rate_kernel<kFp8PVT>,
+                               rate_kernel<kFp8PVT2>};
 
 } // namespace
 
