@@ -15,9 +15,10 @@ from collections import defaultdict
 
 MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
          "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
-         "end_ns", "sm", "start_ns"] + ["sum%d" % i for i in range(16)]
+         "end_ns", "sm", "start_ns", "epilogue_sums", "epilogue_scales", "epilogue_staged"] + \
+    ["sum%d" % i for i in range(16)]
 M = {name: i for i, name in enumerate(MARKS)}
-# Labels of the sixteen sums (marks 16-31), per kernel: the order of its enum Sum.
+# Labels of the sixteen sums (marks 19-34), per kernel: the order of its enum Sum.
 SUMS = {
     "bf16m": ["WG 0 waits for its halves", "WG 0 widens", "WG 0 waits for S", "producer waits for a free half",
               "producer on row addresses", "producer issues copies", "WG 1 waits for its halves", "WG 1 widens",
@@ -39,6 +40,10 @@ PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
           ("consumers: rest of pair 0", "first_scored", "first_pair_done"),
           ("consumers: last pair", "last_pair_start", "loop_done"),
           ("consumers: epilogue", "loop_done", "finished"),
+          ("  epilogue: row sums exchanged", "loop_done", "epilogue_sums"),
+          ("  epilogue: output scales (finish_head)", "epilogue_sums", "epilogue_scales"),
+          ("  epilogue: O staged", "epilogue_scales", "epilogue_staged"),
+          ("  epilogue: O stored out", "epilogue_staged", "finished"),
           ("CTA total", "entry", "finished")]
 
 

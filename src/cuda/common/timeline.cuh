@@ -2,8 +2,8 @@
 // (PERF.md: ~5 us per fp8m CTA besides its tiles). Compiled in only with the CMake option
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
-// Marks 0-12 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at the
-// CTA's start and end (nanoseconds, comparable across SMs); 16-31 sixteen sums of cycles
+// Marks 0-12 and 16-18 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at
+// the CTA's start and end (nanoseconds, comparable across SMs); 19-34 sixteen sums of cycles
 // over the CTA's pairs, whose meaning each kernel gives (its enum Sum; scripts/timeline.py
 // labels them). The split-KV combine records %globaltimer at its CTAs' start, once the
 // attention kernel is done (its grid wait), once the token is looked up, and at the end.
@@ -16,7 +16,9 @@ namespace timeline {
 constexpr int kCtas = 1 << 15; // CTAs recorded per launch (the first ones)
 enum Mark {
     kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
-    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs, kSum0
+    kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs,
+    // The heads-on-M epilogue (finish): row sums exchanged, output scales computed, O staged.
+    kEpilogueSums, kEpilogueScales, kEpilogueStaged, kSum0
 };
 constexpr int kSums = 16, kMarks = kSum0 + kSums;
 

@@ -297,9 +297,13 @@ __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, 
         }
     }
     named_barrier(kConsumers, 256);
+    if (tid == 0)
+        timeline::mark(timeline::kEpilogueSums);
     if (tid < kHeads)
         finish_head(p, t, h0, tid, split, split_token, sh.mfinal[tid], sh.sums, 2, kHeads, p_scale, sh.scale);
     named_barrier(kConsumers, 256);
+    if (tid == 0)
+        timeline::mark(timeline::kEpilogueScales);
     const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
     const int col0 = 256 * wg + acc_col(0, lane); // acc_col(i, lane) - col0 depends on i alone
     uint8_t *row = sh.stage + r0 * kStagePitchBf16 + col0 * 2;
@@ -310,6 +314,8 @@ __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, 
             __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
     }
     named_barrier(kConsumers, 256);
+    if (tid == 0)
+        timeline::mark(timeline::kEpilogueStaged);
     // Out in 16-byte stores, consecutive threads on consecutive chunks of the staged rows:
     // the 64 heads' rows are contiguous in `out`; a split token's partial rows are
     // splits x 1 KB apart.
