@@ -43,7 +43,7 @@ static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 // first thread waiting for a free half, issuing a half's copies and on the next pair's
 // row sets (to the producer's barrier; off the refill's path); WG 1's waits for its
 // halves and its widening. Then the rest of WG 0's pair, phase by phase (Consumer::run;
-// with the three above they sum to about the whole pair): from S's end to its own P . V
+// with the three above, all of the pair but S's issue): from S's end to its own P . V
 // issued (mask, max, softmax, O's rescale), its wait for WG 1's max, P moved to it and
 // stored, the wait for its own P . V, O's second rescale and the wait for WG 1's P, the
 // other tile's P . V (issue to completion); and WG 1's waits for WG 0's max and P.
