@@ -209,6 +209,14 @@ __device__ __forceinline__ CtaWork item_work(const AttentionParams &p, int64_t i
 // This CTA's item when the grid has one CTA per item.
 __device__ __forceinline__ CtaWork cta_work(const AttentionParams &p) { return item_work(p, blockIdx.x); }
 
+// A work item as a walking CTA's producer hands it to the consumers (ntiles 0: there are
+// no more).
+struct ItemInfo {
+    int64_t t;
+    int h0, split;
+    WorkItem w;
+};
+
 // The wgmmas read their register operands (A fragments) asynchronously: this keeps the
 // compiler from reusing those registers before the wait that ends them.
 template <int N> __device__ __forceinline__ void keep_until_done(const uint4 (&a)[N])
