@@ -36,6 +36,10 @@ namespace bf16m {
 
 using namespace heads_on_m;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
+// How far a tile may pass the running max before it moves (propose_max, final_max): BF16
+// holds P up to 2^4 as precisely as below 1, and O and l are FP32 (fp8m's lag is bound by
+// E4M3's range instead).
+constexpr float kMaxLag = 4.f;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
 // The timeline's sums (timeline.cuh), cycles over a CTA's pairs: WG 0's waits for its
@@ -473,7 +477,7 @@ struct Consumer {
             mask_and_max(s, sh.valid_rows(k, own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
+                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane, kMaxLag);
                 exponentiate(s, m, rs);
                 rescale(o, f);
                 uint4 pf[4];
@@ -506,7 +510,7 @@ struct Consumer {
             } else {
                 phase(0);
                 // The final max: WG 0's value (m and its tile) with this tile's.
-                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
+                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane, kMaxLag);
                 phase(1);
                 exponentiate(s, m, rs);
                 settle_max(m, f, rs, l, m_run);
