@@ -415,13 +415,23 @@ struct Consumer {
     }
 
     // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
+    // Four stmatrix .x4, each the 8x8 blocks (entries 16q .. 16q + 15) x (rows r0, r0 + 8)
+    // of this warp's 16 heads: matrix j is s[8q + 2j], s[8q + 2j + 1] (block 2q + j / 2,
+    // row half j % 2). (16 32-bit stores before: ~440 cycles a pair with P's move to the
+    // final max, session 18's timeline.)
     __device__ void store_p(const float (&s)[32], int buf) const
     {
         uint8_t *ps = sh.p + buf * Layout::kPBytes;
+        const int j = lane / 8, head = r0 - lane / 4 + 8 * (j % 2) + lane % 8;
 #pragma unroll
-        for (int i = 0; i < 32; i += 2) {
-            const __nv_bfloat162 b = __floats2bfloat162_rn(s[i], s[i + 1]);
-            *reinterpret_cast<__nv_bfloat162 *>(ps + tile_offset(kHeads, r0 + 8 * ((i % 4) / 2), acc_col(i, lane) * 2)) = b;
+        for (int q = 0; q < 4; q++) {
+            uint32_t m[4];
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * q + 2 * jj], s[8 * q + 2 * jj + 1]);
+                m[jj] = *reinterpret_cast<const uint32_t *>(&b);
+            }
+            stmatrix_x4(ps + tile_offset(kHeads, head, 16 * (2 * q + j / 2)), m[0], m[1], m[2], m[3]);
         }
         fence_proxy_async();
     }
