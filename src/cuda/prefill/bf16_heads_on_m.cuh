@@ -43,6 +43,10 @@ namespace bf16m {
 
 using namespace heads_on_m;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
+// How far a tile may pass the running max before it moves (propose_max, final_max): BF16
+// holds P up to 2^4 as precisely as below 1, and O and l are FP32 (fp8m's lag is bound by
+// E4M3's range instead).
+constexpr float kMaxLag = 4.f;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
 // The timeline's sums (timeline.cuh), cycles over a CTA's pairs: WG 0's waits for its
@@ -539,13 +543,23 @@ struct Consumer {
     }
 
     // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
+    // Four stmatrix .x4, each the 8x8 blocks (entries 16q .. 16q + 15) x (rows r0, r0 + 8)
+    // of this warp's 16 heads: matrix j is s[8q + 2j], s[8q + 2j + 1] (block 2q + j / 2,
+    // row half j % 2). (16 32-bit stores before: ~440 cycles a pair with P's move to the
+    // final max, session 18's timeline.)
     __device__ void store_p(const float (&s)[32], int buf) const
     {
         uint8_t *ps = sh.p + buf * Layout::kPBytes;
+        const int j = lane / 8, head = r0 - lane / 4 + 8 * (j % 2) + lane % 8;
 #pragma unroll
-        for (int i = 0; i < 32; i += 2) {
-            const __nv_bfloat162 b = __floats2bfloat162_rn(s[i], s[i + 1]);
-            *reinterpret_cast<__nv_bfloat162 *>(ps + tile_offset(kHeads, r0 + 8 * ((i % 4) / 2), acc_col(i, lane) * 2)) = b;
+        for (int q = 0; q < 4; q++) {
+            uint32_t m[4];
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * q + 2 * jj], s[8 * q + 2 * jj + 1]);
+                m[jj] = *reinterpret_cast<const uint32_t *>(&b);
+            }
+            stmatrix_x4(ps + tile_offset(kHeads, head, 16 * (2 * q + j / 2)), m[0], m[1], m[2], m[3]);
         }
         fence_proxy_async();
     }
@@ -608,7 +622,7 @@ struct Consumer {
             mask_and_max(s, sh.valid_rows(gk, own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-                propose_max(m_run, mx, m, f, sh.handoff(0, gk), r0, lane);
+                propose_max(m_run, mx, m, f, sh.handoff(0, gk), r0, lane, kMaxLag);
                 exponentiate(s, m, rs);
                 rescale(o, f);
                 uint4 pf[4];
@@ -642,7 +656,7 @@ struct Consumer {
             } else {
                 phase(0);
                 // The final max: WG 0's value (m and its tile) with this tile's.
-                final_max(m_run, mx, m, f, sh.handoff(0, gk), sh.handoff(1, gk), r0, lane);
+                final_max(m_run, mx, m, f, sh.handoff(0, gk), sh.handoff(1, gk), r0, lane, kMaxLag);
                 phase(1);
                 exponentiate(s, m, rs);
                 settle_max(m, f, rs, l, m_run);
