@@ -463,10 +463,10 @@ struct Consumer {
             score(s, own, k, cycles);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
-            uint64_t t0 = timeline::now(), t1;
+            uint64_t t0 = timeline::now();
             // Adds the cycles since the last phase's end to phases[i] (timeline builds).
             const auto phase = [&](int i) {
-                t1 = timeline::now();
+                const uint64_t t1 = timeline::now();
                 phases[i] += t1 - t0;
                 t0 = t1;
             };
