@@ -186,17 +186,6 @@ __device__ __forceinline__ void raw_score_group_f16(const uint8_t *q, const uint
 // [64 heads][128 entries] (K-major, 128B swizzle), the lo plane 8 KB after the hi one.
 constexpr int kVPitch = 264, kPLoOff = 8 * 1024;
 
-// t[j] = byte j of w0, w1, w2, w3 (a 4x4 byte transpose, 8 PRMT).
-__device__ __forceinline__ void transpose_bytes(const uint32_t (&w)[4], uint32_t (&t)[4])
-{
-    const uint32_t lo01 = __byte_perm(w[0], w[1], 0x5140), hi01 = __byte_perm(w[0], w[1], 0x7362);
-    const uint32_t lo23 = __byte_perm(w[2], w[3], 0x5140), hi23 = __byte_perm(w[2], w[3], 0x7362);
-    t[0] = __byte_perm(lo01, lo23, 0x5410);
-    t[1] = __byte_perm(lo01, lo23, 0x7632);
-    t[2] = __byte_perm(hi01, hi23, 0x5410);
-    t[3] = __byte_perm(hi01, hi23, 0x7632);
-}
-
 // O^T (this WG's 256 dims as four m64 tiles x 64 heads) += V^T . P^T over 128 entries
 // (4 k32 steps), kPlanes times (fp8m's hi and lo planes of P, the same A). A thread's
 // fragment rows g and g + 8 of m-tiles 2u and 2u + 1 are the dims 4X .. 4X + 3, X = 32 u
@@ -223,8 +212,8 @@ template <int kPlanes> __device__ __forceinline__ void pv_transposed_group(const
             lo[e] = *reinterpret_cast<const uint32_t *>(rows + e * kVPitch);
             hi[e] = *reinterpret_cast<const uint32_t *>(rows + (16 + e) * kVPitch);
         }
-        transpose_bytes(lo, tl);
-        transpose_bytes(hi, th);
+        transpose4x4_bytes(lo, tl);
+        transpose4x4_bytes(hi, th);
         f[0] = make_uint4(tl[0], tl[1], th[0], th[1]); // dims 4X, 4X + 1: m-tile 2u
         f[1] = make_uint4(tl[2], tl[3], th[2], th[3]); // dims 4X + 2, 4X + 3: m-tile 2u + 1
         wgmma_fence();

@@ -612,10 +612,10 @@ struct Consumer {
                 mbar_arrive(sh.q_free); // the item's last S: the next item's Q may load
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
-            uint64_t t0 = timeline::now(), t1;
+            uint64_t t0 = timeline::now();
             // Adds the cycles since the last phase's end to phases[i] (timeline builds).
             const auto phase = [&](int i) {
-                t1 = timeline::now();
+                const uint64_t t1 = timeline::now();
                 phases[i] += t1 - t0;
                 t0 = t1;
             };
