@@ -771,7 +771,7 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
         timeline::mark(timeline::kItemFound);
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
-        if (Bf16Gather<kRows, 256>::has_raw_rows(p))
+        if (!kWalk && Bf16Gather<kRows, 256>::has_raw_rows(p))
             produce<true, kWalk>(p, sh, tid - 256, single);
         else
             produce<false, kWalk>(p, sh, tid - 256, single);
@@ -786,7 +786,8 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
             timeline::mark(timeline::kQLanded);
     }
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
-    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, Bf16Gather<kRows, 256>::has_raw_rows(p)};
+    // A walking CTA never sees raw rows (launch.cu's heads_on_m_walks): its code has no widening.
+    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, !kWalk && Bf16Gather<kRows, 256>::has_raw_rows(p)};
     c.run<kWalk>(single);
 }
 

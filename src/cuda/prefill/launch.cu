@@ -96,11 +96,14 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
 // The heads-on-M kernels (fp8m, bf16m) walk the items with a CTA per SM when there are
 // more than two per SM, no token is split and the launch is not a plan's decodes alone
 // (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for a CTA's first one
-// or two items, and a decode item's few tiles leave too little to overlap).
-bool heads_on_m_walks(const AttentionParams &p, int sm_count, bool decodes_only)
+// or two items, and a decode item's few tiles leave too little to overlap). bf16m walks
+// only over BF16 rows: over raw rows, which its consumers widen, walking lost 15% (v72
+// on direct fp8_ds_mla prefill, PERF session 19).
+bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, bool decodes_only)
 {
     return p.heads_per_cta == heads_on_m::kHeads && !decodes_only && p.splits == 1 &&
-           heads_on_m::num_items(p) > 2 * int64_t(sm_count);
+           heads_on_m::num_items(p) > 2 * int64_t(sm_count) &&
+           (fp8_path || !Bf16Gather<heads_on_m::kRows, 256>::has_raw_rows(p));
 }
 
 // A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
@@ -249,7 +252,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     timeline_clear(p, stream);
 #endif
     const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
-    const bool walk = heads_on_m_walks(p, ctx->sm_count, decodes_only);
+    const bool walk = heads_on_m_walks(p, fp8_path, ctx->sm_count, decodes_only);
     const cudaError_t err = launch(p, fp8_path, walk, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
     // A walking heads-on-M launch has a CTA per SM, any other one CTA per item.
