@@ -11,8 +11,8 @@ while a reader still needs it, that every read of a tile's row set (its rows' ad
 and tags, read by the producer's copies and the widening, and its valid bits, read by the
 mask) finds the pair it means though the producer writes pair k + 1's sets during pair k,
 and that the epilogue stages O over the tiles only once
-nobody needs them and no copy is landing there. It also models a walking CTA (not built
-yet: PERF "Next (after session 18)", item 2), the form to build it to: the producer hands
+nobody needs them and no copy is landing there. It also models the walking CTA (the
+kernel's kWalk, over BF16 rows; the model also walks with raw rows): the producer hands
 the consumers item after item (an item slot and its Q, loaded once both WGs' last S of
 the item before is done), pairs and barrier phases run on across items, the epilogue
 stages O over buffer 1 (and P, not modelled) while the producer fills buffer 0 for the
@@ -38,8 +38,7 @@ FILLS_NEXT_ITEM = [(0, 0), (0, 1), (1, 1), (1, 0)]
 def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, skip_widen=False,
         unwaited_widen=False, early_stage=False, rows_early=False, one_row_set=False, skip_q_free_wait=False,
         undeferred_free=False, no_final_sync=False, early_q_free=False):
-    """ntiles: one item's tiles; walk: the tile counts of the items a walking CTA takes
-    (the proposed walking bf16m: PERF "Next (after session 18)", item 2)."""
+    """ntiles: one item's tiles; walk: the tile counts of the items a walking CTA takes."""
     rnd = random.Random(seed)
     items = walk or [ntiles]
     item_pairs = [(n + 1) // 2 for n in items]
