@@ -97,6 +97,17 @@ __device__ __forceinline__ void named_barrier(int id, int threads)
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Four 8x8 matrices of 16-bit values to shared memory (stmatrix .x4): register j of lane
+// l holds row l / 4, columns 2 (l % 4) and + 1 of matrix j (an m64nN accumulator's
+// layout); lane l gives the address of row l % 8 of matrix l / 8 (16 contiguous bytes).
+__device__ __forceinline__ void stmatrix_x4(void *row, uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3)
+{
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(a0), "r"(a1),
+                 "r"(a2), "r"(a3)
+                 : "memory");
+}
+
 // 16-byte cp.async from global to shared; src_bytes = 0 zero-fills the destination.
 __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src_bytes)
 {

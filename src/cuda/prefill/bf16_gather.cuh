@@ -80,7 +80,7 @@ template <int kRows, int kThreads> struct Bf16Gather {
     static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
 
     // Whether any row can come raw (E4M3 or fp8_ds_mla): then tiles need dequant_tile.
-    static __device__ bool has_raw_rows(const AttentionParams &p)
+    static __host__ __device__ bool has_raw_rows(const AttentionParams &p)
     {
         return (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) || (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
     }

@@ -19,6 +19,13 @@
 // Every head's arithmetic is fixed (pairs start at the token's first tile; a missing odd
 // tile is all-invalid), so outputs do not depend on the batch or the segmentation; every
 // 64- or 128-head problem on the BF16 path takes this kernel, whatever the batch.
+//
+// Two launch forms (kWalk), with the same arithmetic per item, as fp8m's: a CTA per work
+// item, or, for launches over BF16 rows with many items and no split token, a CTA per SM
+// that walks the items (compiled without the widening): the producer hands the consumers item after item with its Q (loaded once both
+// WGs' last S of the item before is done), pairs run on across items, and the epilogue
+// stages O over buffer 1 and P while the producer already fills buffer 0 for the next
+// item (tests/model/bf16_heads_on_m_protocol.py models both forms).
 #pragma once
 #include <cstdint>
 
@@ -36,6 +43,10 @@ namespace bf16m {
 
 using namespace heads_on_m;
 constexpr int kConsumerRegs = 224, kProducerRegs = 56;
+// How far a tile may pass the running max before it moves (propose_max, final_max): BF16
+// holds P up to 2^4 as precisely as below 1, and O and l are FP32 (fp8m's lag is bound by
+// E4M3's range instead).
+constexpr float kMaxLag = 4.f;
 static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 
 // The timeline's sums (timeline.cuh), cycles over a CTA's pairs: WG 0's waits for its
@@ -64,20 +75,29 @@ struct Layout {
     static constexpr int kRowOff = kScaleOff + 2 * 2 * kRows * 8;     // [set][64] row address + tags
     static constexpr int kScaleRowOff = kRowOff + 4 * kRows * 8;      // [set][64] fp8_ds_mla scale rows
     static constexpr int kValidOff = kScaleRowOff + 4 * kRows * 8;    // [set][2] valid bits
-    static constexpr int kHandoffOff = kValidOff + 4 * 8;             // HandoffSmem
+    static constexpr int kItemOff = kValidOff + 4 * 8;                // walking: ItemInfo [slot], then the next
+    static constexpr int kHandoffOff = kItemOff + 3 * 64;             // HandoffSmem
     static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
-    static constexpr int kBars = 2 * 4;                               // ready, free x [buf][half]
-    static constexpr int kBytes = kBarOff + kBars * 8 + 1024;         // + alignment slack
+    // ready, free x [buf][half]; walking: item_ready [slot] (the item written and its Q
+    // landed), q_free (both consumer WGs' last S of the item done)
+    static constexpr int kBars = 2 * 4 + 2 + 1;
+    static constexpr int kBytes = kBarOff + kBars * 8 + 1024; // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
+static_assert(sizeof(ItemInfo) <= 64, "item slot");
+// The epilogue stages O over Q and the tiles; a walking CTA over buffer 1 and P (the next
+// item's Q and buffer 0 load meanwhile).
 static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
+static_assert(Layout::kTileOff + Layout::kTileBytes + kStageBytes <= Layout::kScaleOff, "O staged over buffer 1 and P");
 
 // (HandoffSmem's valid bits are fp8m's; bf16m keeps one set per pair parity.)
 struct Shared : HandoffSmem {
     uint8_t *q, *tiles, *p, *scales;
     uint64_t *rows_, *scale_rows_addr_;
     uint32_t *valid_;
+    ItemInfo *items;         // walking: [slot], then the producer's next item
     uint64_t *ready, *free_; // [buf * 2 + half]
+    uint64_t *item_ready, *q_free;
 
     __device__ explicit Shared(uint8_t *smem)
         : HandoffSmem(smem + Layout::kHandoffOff), q(smem + Layout::kQOff), tiles(smem + Layout::kTileOff),
@@ -85,7 +105,9 @@ struct Shared : HandoffSmem {
           rows_(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
           scale_rows_addr_(reinterpret_cast<uint64_t *>(smem + Layout::kScaleRowOff)),
           valid_(reinterpret_cast<uint32_t *>(smem + Layout::kValidOff)),
-          ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4)
+          items(reinterpret_cast<ItemInfo *>(smem + Layout::kItemOff)),
+          ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), free_(ready + 4), item_ready(free_ + 4),
+          q_free(item_ready + 2)
     {
     }
     __device__ uint8_t *tile(int buf) const { return tiles + buf * Layout::kTileBytes; }
@@ -101,8 +123,13 @@ struct Shared : HandoffSmem {
 
 // The order in which the producer fills (and the consumers take) the four halves of a
 // pair: buffer 0's left half first (WG 0's S starts there), buffer 1's right half, then
-// the two halves the other WG's P . V frees last.
-__device__ constexpr int fill_buf(int f) { return f == 0 || f == 2 ? 0 : 1; }
+// the two halves the other WG's P . V frees last. A walking CTA's first pair of an item
+// after another (kNextItem): buffer 0 first, since buffer 1 holds the staged O until
+// both WGs have copied it out.
+template <bool kNextItem> __device__ constexpr int fill_buf(int f)
+{
+    return kNextItem ? (f < 2 ? 0 : 1) : (f == 0 || f == 2 ? 0 : 1);
+}
 __device__ constexpr int fill_half(int f) { return f == 0 || f == 3 ? 0 : 1; }
 
 // ---- producer -------------------------------------------------------------------------
@@ -274,6 +301,57 @@ __device__ inline void publish_rows(const AttentionParams &p, const Shared &sh, 
     named_barrier(kProducer, 128);
 }
 
+// One pair's four halves (global pair gk: its row sets and barrier phases), in the fill
+// order; each half once the consumers freed it, published as its copies land.
+template <bool kRaw, bool kNextItem>
+__device__ __forceinline__ void fill_pair(const AttentionParams &p, const Shared &sh, int gk, int tid,
+                                          uint64_t (&sums)[timeline::kSums])
+{
+#pragma unroll
+    for (int f = 0; f < 4; f++) {
+        const int buf = fill_buf<kNextItem>(f), half = fill_half(f), slot = buf * 2 + half;
+        const uint64_t t0 = timeline::now();
+        mbar_wait(&sh.free_[slot], (gk & 1) ^ 1);
+        const uint64_t t1 = timeline::now();
+        sums[kSumFreeWait] += t1 - t0;
+        if (kRaw)
+            copy_half(p, sh, gk, buf, half, tid);
+        else
+            copy_bf16_half(p, sh, gk, buf, half, tid);
+        mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
+        mbar_arrive(&sh.ready[slot]);          // the pair's row sets are in shared memory
+        sums[kSumCopies] += timeline::now() - t1;
+    }
+}
+
+// Item `it`'s Q by the producer's 128 threads (walking): BF16 through cp.async, E4M3
+// widened to BF16 on the way (as Bf16Gather::load_q), four chunks in flight a thread.
+__device__ inline void producer_load_q(const AttentionParams &p, const Shared &sh, const ItemInfo &it, int tid)
+{
+    if (p.q_is_fp8) {
+        const uint8_t *src = static_cast<const uint8_t *>(p.q) + it.t * p.q_token_stride + int64_t(it.h0) * 512;
+#pragma unroll 1
+        for (int c0 = tid; c0 < kHeads * 32; c0 += 4 * 128) {
+            uint4 v[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int c = c0 + 128 * i;
+                v[i] = *reinterpret_cast<const uint4 *>(src + (c / 32) * 512 + (c % 32) * 16);
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int c = c0 + 128 * i;
+                store_widened(sh.q, kHeads, c / 32, c % 32, v[i], 1.f);
+            }
+        }
+        fence_proxy_async(); // the widened Q, for the consumers' wgmmas
+    } else {
+        const uint8_t *src = static_cast<const uint8_t *>(p.q) + (it.t * p.q_token_stride + int64_t(it.h0) * 512) * 2;
+        for (int c = tid; c < kHeads * 64; c += 128)
+            cp_async16(sh.q + tile_offset(kHeads, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
+    }
+}
+
 // The producer WG. Per pair of tiles it fills the four halves in the consumers' order,
 // from the pair's row sets, which it wrote while the pair before ran: pair k + 1's once
 // pair k's halves are issued (its slot ids loaded during them), into the sets of pair
@@ -284,41 +362,95 @@ __device__ inline void publish_rows(const AttentionParams &p, const Shared &sh, 
 // publish the row sets), so the producer never waits for its copies: only for the
 // consumers to free a half. Raw rows (kRaw) land raw, for the consumers to widen. The
 // four halves are unrolled, so each copy's buffer and half are constants.
-template <bool kRaw>
-__device__ void produce(const AttentionParams &p, const Shared &sh, const WorkItem &w, int64_t t, int tid)
+// kWalk: the CTA walks the items (as fp8m's producer), skipping those without work
+// (writing an empty token's output on the way) and handing each to the consumers with
+// its Q, loaded once both consumer WGs' last S of the item before is done; pairs run on
+// across items (gk counts them for the row sets and the barrier phases), and an item's
+// first pair fills buffer 0 first (buffer 1 holds the previous item's staged O until
+// the consumers free it). Without kWalk: the one item `single`.
+template <bool kRaw, bool kWalk>
+__device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
-    const int pairs = (w.ntiles + 1) / 2;
+    const int64_t items = num_items(p);
+    int64_t item = blockIdx.x;
+    // The next item with work from `item` on, staged in items[2] (the producer has no
+    // registers to spare for it).
+    ItemInfo &staged = sh.items[2];
+    auto next_item = [&]() {
+        for (; item < items; item += gridDim.x) {
+            const CtaWork c = item_work(p, item);
+            WorkItem w;
+            if (work_item(p, c.t, Lookup::kChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
+                if (tid == 0)
+                    staged = ItemInfo{c.t, c.h0, c.split, w};
+                named_barrier(kProducer, 128);
+                item += gridDim.x;
+                return true;
+            }
+        }
+        return false;
+    };
+    int j = 0; // items handed over
+    // The staged item (or the end) to the consumers as item j, its Q loaded once the
+    // consumers' last S of item j - 1 is done.
+    auto hand_over = [&](bool end) {
+        const int slot = j % 2;
+        if (j > 0)
+            mbar_wait(sh.q_free, (j - 1) & 1);
+        if (!end)
+            producer_load_q(p, sh, staged, tid);
+        if (tid == 0) {
+            sh.items[slot] = staged;
+            if (end)
+                sh.items[slot].w.ntiles = 0;
+        }
+        mbar_arrive_cp_async(&sh.item_ready[slot]); // when this thread's Q copies land
+        mbar_arrive(&sh.item_ready[slot]);
+        named_barrier(kProducer, 128); // items[slot] written, for the producer too
+        j++;
+    };
+    if constexpr (kWalk) {
+        if (!next_item()) {
+            hand_over(true);
+            return;
+        }
+        hand_over(false);
+    }
     uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumFreeWait .. kSumCopies
     EntrySlot next[2];
-    pair_slots(p, w, t, 0, tid, next);
+    const ItemInfo &first = kWalk ? sh.items[0] : single;
+    pair_slots(p, first.w, first.t, 0, tid, next);
     if (tid == 0)
         timeline::mark(timeline::kProducerSlots);
     publish_rows(p, sh, 0, next, tid);
-    for (int k = 0; k < pairs; k++) {
-        if (k + 1 < pairs)
-            pair_slots(p, w, t, k + 1, tid, next);
-#pragma unroll
-        for (int f = 0; f < 4; f++) {
-            const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
-            const uint64_t t0 = timeline::now();
-            mbar_wait(&sh.free_[slot], (k & 1) ^ 1);
-            const uint64_t t1 = timeline::now();
-            sums[kSumFreeWait] += t1 - t0;
-            if (kRaw)
-                copy_half(p, sh, k, buf, half, tid);
+    bool has_next = kWalk && next_item(); // while the first copies are in flight
+    int gk = 0;
+    for (;;) {
+        const ItemInfo &cur = kWalk ? sh.items[(j - 1) % 2] : single;
+        const int pairs = (cur.w.ntiles + 1) / 2;
+        for (int k = 0; k < pairs; k++, gk++) {
+            const bool more = k + 1 < pairs;
+            if (more)
+                pair_slots(p, cur.w, cur.t, k + 1, tid, next);
+            else if (has_next)
+                pair_slots(p, staged.w, staged.t, 0, tid, next);
+            if (kWalk && k == 0 && gk > 0)
+                fill_pair<kRaw, true>(p, sh, gk, tid, sums);
             else
-                copy_bf16_half(p, sh, k, buf, half, tid);
-            mbar_arrive_cp_async(&sh.ready[slot]); // when this thread's copies land
-            mbar_arrive(&sh.ready[slot]);          // the pair's row sets are in shared memory
-            sums[kSumCopies] += timeline::now() - t1;
+                fill_pair<kRaw, false>(p, sh, gk, tid, sums);
+            if (more || has_next) {
+                const uint64_t t2 = timeline::now();
+                publish_rows(p, sh, gk + 1, next, tid, true);
+                sums[kSumRows] += timeline::now() - t2;
+            }
+            if (tid == 0 && gk == 0)
+                timeline::mark(timeline::kProducerFilled);
+            if (kWalk && !more) // the item's halves are all issued: the next item (or the end)
+                hand_over(!has_next);
         }
-        if (k + 1 < pairs) {
-            const uint64_t t2 = timeline::now();
-            publish_rows(p, sh, k + 1, next, tid, true);
-            sums[kSumRows] += timeline::now() - t2;
-        }
-        if (tid == 0 && k == 0)
-            timeline::mark(timeline::kProducerFilled);
+        if (!has_next)
+            break;
+        has_next = next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
         for (int i = kSumFreeWait; i <= kSumCopies; i++)
@@ -411,13 +543,23 @@ struct Consumer {
     }
 
     // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
+    // Four stmatrix .x4, each the 8x8 blocks (entries 16q .. 16q + 15) x (rows r0, r0 + 8)
+    // of this warp's 16 heads: matrix j is s[8q + 2j], s[8q + 2j + 1] (block 2q + j / 2,
+    // row half j % 2). (16 32-bit stores before: ~440 cycles a pair with P's move to the
+    // final max, session 18's timeline.)
     __device__ void store_p(const float (&s)[32], int buf) const
     {
         uint8_t *ps = sh.p + buf * Layout::kPBytes;
+        const int j = lane / 8, head = r0 - lane / 4 + 8 * (j % 2) + lane % 8;
 #pragma unroll
-        for (int i = 0; i < 32; i += 2) {
-            const __nv_bfloat162 b = __floats2bfloat162_rn(s[i], s[i + 1]);
-            *reinterpret_cast<__nv_bfloat162 *>(ps + tile_offset(kHeads, r0 + 8 * ((i % 4) / 2), acc_col(i, lane) * 2)) = b;
+        for (int q = 0; q < 4; q++) {
+            uint32_t m[4];
+#pragma unroll
+            for (int jj = 0; jj < 4; jj++) {
+                const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * q + 2 * jj], s[8 * q + 2 * jj + 1]);
+                m[jj] = *reinterpret_cast<const uint32_t *>(&b);
+            }
+            stmatrix_x4(ps + tile_offset(kHeads, head, 16 * (2 * q + j / 2)), m[0], m[1], m[2], m[3]);
         }
         fence_proxy_async();
     }
@@ -445,22 +587,29 @@ struct Consumer {
         wgmma_commit();
     }
 
-    __device__ void run(const WorkItem &w, int64_t t, int h0, int split) const
+    // One item, its pairs from global pair gk0 on (row sets and barrier phases run on
+    // across a walking CTA's items). kWalk: the item's last S frees Q for the next item's,
+    // O is staged over buffer 1 and P, and buffer 1's last frees wait for both WGs'
+    // copy-out. cycles, phases: timeline builds' sums (see score and kSumSoftmax).
+    template <bool kWalk>
+    __device__ void run_item(const ItemInfo &it, int gk0, uint64_t (&cycles)[3], uint64_t (&phases)[6]) const
     {
         float o[128];
 #pragma unroll
         for (int i = 0; i < 128; i++)
             o[i] = 0.f;
         float m_run[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
-        const int pairs = (w.ntiles + 1) / 2;
+        const int pairs = (it.w.ntiles + 1) / 2;
         const int own = wg, other = 1 - wg; // buffers
-        uint64_t cycles[3] = {0, 0, 0};     // timeline builds only: see score
-        uint64_t phases[6] = {};            // timeline builds only: kSumSoftmax .. (per WG)
         for (int k = 0; k < pairs; k++) {
+            const int gk = gk0 + k;
+            const bool last = k == pairs - 1;
             float s[32], mx[2], m[2], rs[2], f[2];
-            if (tid == 0 && k == pairs - 1)
+            if (tid == 0 && last)
                 timeline::mark(timeline::kLastPairStart);
-            score(s, own, k, cycles);
+            score(s, own, gk, cycles);
+            if (kWalk && last)
+                mbar_arrive(sh.q_free); // the item's last S: the next item's Q may load
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
             uint64_t t0 = timeline::now();
@@ -470,10 +619,10 @@ struct Consumer {
                 phases[i] += t1 - t0;
                 t0 = t1;
             };
-            mask_and_max(s, sh.valid_rows(k, own), lane, p.scale_log2, mx);
+            mask_and_max(s, sh.valid_rows(gk, own), lane, p.scale_log2, mx);
             if (wg == 0) {
                 // max(m, this tile) to WG 1; P, O and l at that max; P . V on the own tile.
-                propose_max(m_run, mx, m, f, sh.handoff(0, k), r0, lane);
+                propose_max(m_run, mx, m, f, sh.handoff(0, gk), r0, lane, kMaxLag);
                 exponentiate(s, m, rs);
                 rescale(o, f);
                 uint4 pf[4];
@@ -482,7 +631,7 @@ struct Consumer {
                 phase(0);
                 // The final max from WG 1: P, O and l move to it.
                 float g[2];
-                take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, k), r0);
+                take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, gk), r0);
                 phase(1);
 #pragma unroll
                 for (int i = 0; i < 32; i++)
@@ -501,12 +650,13 @@ struct Consumer {
                 accumulate_other(o, other);
                 wgmma_wait<0>();
                 fence_regs(o);
-                mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+                if (!kWalk || !last) // walking, the item's last pair: once O is out of buffer 1
+                    mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
                 phase(5);
             } else {
                 phase(0);
                 // The final max: WG 0's value (m and its tile) with this tile's.
-                final_max(m_run, mx, m, f, sh.handoff(0, k), sh.handoff(1, k), r0, lane);
+                final_max(m_run, mx, m, f, sh.handoff(0, gk), sh.handoff(1, gk), r0, lane, kMaxLag);
                 phase(1);
                 exponentiate(s, m, rs);
                 settle_max(m, f, rs, l, m_run);
@@ -523,7 +673,8 @@ struct Consumer {
                 wgmma_wait<1>();
                 fence_regs(o);
                 keep_until_done(pf);
-                mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
+                if (!kWalk || !last) // walking, the item's last pair: once O is out of buffer 1
+                    mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
                 wgmma_wait<0>();
                 fence_regs(o);
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
@@ -533,8 +684,41 @@ struct Consumer {
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        finish(p, sh.epilogue(sh.q), o, m_run, l, t, h0, split, w.split, wg, tid, lane, r0,
-               1.f);
+        // A split token's CTA has no other item (a walking launch has no split token).
+        finish(p, sh.epilogue(kWalk ? sh.tile(1) : sh.q), o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid,
+               lane, r0, 1.f);
+        if constexpr (kWalk) {
+            named_barrier(kConsumers, 256); // every staged row read: buffer 1 and P are free
+            mbar_arrive(&sh.free_[wg == 0 ? 2 : 3]); // buffer 1: WG 0 frees its left half, WG 1 its right
+        }
+    }
+
+    // kWalk: the items the producer hands over, until it says there are no more; else the
+    // CTA's one item, `single`, whose Q the consumers loaded.
+    template <bool kWalk> __device__ void run(const ItemInfo &single) const
+    {
+        uint64_t cycles[3] = {0, 0, 0}; // timeline builds only: see score
+        uint64_t phases[6] = {};        // timeline builds only: kSumSoftmax .. (per WG)
+        int gk = 0;
+        if constexpr (!kWalk) {
+            run_item<false>(single, 0, cycles, phases);
+            gk = (single.w.ntiles + 1) / 2;
+        } else {
+            for (int j = 0;; j++) {
+                const int slot = j % 2;
+                mbar_wait(&sh.item_ready[slot], (j / 2) & 1);
+                // Read where it lies: the producer rewrites this slot only after both WGs'
+                // last S of the next item (q_free), and registers are short here.
+                const ItemInfo &it = sh.items[slot];
+                if (it.w.ntiles == 0)
+                    break;
+                fence_proxy_async(); // Q landed through cp.async: visible to wgmma
+                if (tid == 0 && j == 0)
+                    timeline::mark(timeline::kQLanded);
+                run_item<true>(it, gk, cycles, phases);
+                gk += (it.w.ntiles + 1) / 2;
+            }
+        }
         if (tid == 128) {
             timeline::set_sum(kSumWg1ReadyWait, cycles[0]);
             timeline::set_sum(kSumWg1Widen, cycles[1]);
@@ -543,7 +727,7 @@ struct Consumer {
         }
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
-            timeline::set(timeline::kPairs, pairs);
+            timeline::set(timeline::kPairs, gk);
             timeline::set_sum(kSumReadyWait, cycles[0]);
             timeline::set_sum(kSumWiden, cycles[1]);
             timeline::set_sum(kSumScoreWait, cycles[2]);
@@ -554,21 +738,32 @@ struct Consumer {
     }
 };
 
-// Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+63.
-__device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t t, int h0, int split)
+// The CTA's work item(s) (see produce): tiles [first, first + ntiles) of token t (all of
+// them unless split), heads h0..h0+63, for each.
+template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw)
 {
     const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
-    WorkItem w;
-    if (!cta_work_item(p, t, h0, split, tid, &w))
-        return;
+    ItemInfo single{};
+    if constexpr (!kWalk) {
+        const CtaWork c = cta_work(p);
+        if (!cta_work_item(p, c.t, c.h0, c.split, tid, &single.w))
+            return;
+        single.t = c.t;
+        single.h0 = c.h0;
+        single.split = c.split;
+    }
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
         // ready: the producer's 128 copy completions and 128 row-address arrivals; free: a
-        // consumer WG's 128.
+        // consumer WG's 128; item_ready: the producer's 128 Q copy completions and 128
+        // arrivals; q_free: both consumer WGs.
         for (int i = 0; i < 4; i++) {
             mbar_init(&sh.ready[i], 256);
             mbar_init(&sh.free_[i], 128);
         }
+        for (int i = 0; i < 2; i++)
+            mbar_init(&sh.item_ready[i], 256);
+        mbar_init(sh.q_free, 256);
         mbar_init_fence();
     }
     __syncthreads();
@@ -576,29 +771,31 @@ __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw, int64_t 
         timeline::mark(timeline::kItemFound);
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
-        if (Bf16Gather<kRows, 256>::has_raw_rows(p))
-            produce<true>(p, sh, w, t, tid - 256);
+        if (!kWalk && Bf16Gather<kRows, 256>::has_raw_rows(p))
+            produce<true, kWalk>(p, sh, tid - 256, single);
         else
-            produce<false>(p, sh, w, t, tid - 256);
+            produce<false, kWalk>(p, sh, tid - 256, single);
         return;
     }
     regs_increase<kConsumerRegs>();
-    // Q for both consumer WGs.
-    Bf16Gather<kRows, 256>::load_q<kHeads>(sh.q, p, t, h0);
-    q_landed();
-    if (tid == 0)
-        timeline::mark(timeline::kQLanded);
+    if constexpr (!kWalk) {
+        // Q for both consumer WGs.
+        Bf16Gather<kRows, 256>::load_q<kHeads>(sh.q, p, single.t, single.h0);
+        q_landed();
+        if (tid == 0)
+            timeline::mark(timeline::kQLanded);
+    }
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
-    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, Bf16Gather<kRows, 256>::has_raw_rows(p)};
-    c.run(w, t, h0, split);
+    // A walking CTA never sees raw rows (launch.cu's heads_on_m_walks): its code has no widening.
+    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, !kWalk && Bf16Gather<kRows, 256>::has_raw_rows(p)};
+    c.run<kWalk>(single);
 }
 
-__global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
+template <bool kWalk> __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
     begin_kernel();
     extern __shared__ uint8_t smem[];
-    const CtaWork c = cta_work(p);
-    run(p, smem, c.t, c.h0, c.split);
+    run<kWalk>(p, smem);
 }
 
 } // namespace bf16m

@@ -61,13 +61,6 @@ constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
 // 2^0.8 x kPScale = 445.7 <= 448, E4M3's largest value.
 constexpr float kMaxLag = 0.8f;
 
-// A work item as the producer hands it to the consumers (ntiles 0: there are no more).
-struct ItemInfo {
-    int64_t t;
-    int h0, split;
-    WorkItem w;
-};
-
 struct Layout {
     static constexpr int kQOff = 0;                           // [64 heads][512] E4M3, 128 B column blocks
     static constexpr int kKBytes = kRows * 512;               // [64 entries][512], 128 B column blocks

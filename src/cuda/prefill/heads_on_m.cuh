@@ -90,28 +90,31 @@ __device__ __forceinline__ void publish_max(float *handoff, int r0, int lane, co
 }
 
 // bf16m's running max of a pair, agreed in three steps (m: this WG's max for the pair, f:
-// the factor from m_run to m). WG 0 first: max(m_run, its tile), handed to WG 1.
+// the factor from m_run to m). Each step moves the max only when a tile passes it by more
+// than `lag` (log2 units; P then reaches 2^lag), so most pairs leave O and l as they are.
+// WG 0 first: m_run, or its tile's max past the lag, handed to WG 1.
 __device__ __forceinline__ void propose_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2],
-                                            float (&f)[2], float *to_wg1, int r0, int lane)
+                                            float (&f)[2], float *to_wg1, int r0, int lane, float lag)
 {
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        m[r] = fmaxf(m_run[r], mx[r]);
+        m[r] = mx[r] > m_run[r] + lag ? mx[r] : m_run[r];
         f[r] = move_factor(m_run[r], m[r]);
     }
     publish_max(to_wg1, r0, lane, m);
     named_arrive(kMax0Ready, 256);
 }
 
-// WG 1: the pair's final max m, WG 0's value with its own tile's, handed back; f moves O
-// and l from m_run to it.
+// WG 1: the pair's final max m, WG 0's value, or its own tile's past the lag, handed
+// back; f moves O and l from m_run to it.
 __device__ __forceinline__ void final_max(const float (&m_run)[2], const float (&mx)[2], float (&m)[2], float (&f)[2],
-                                          const float *from_wg0, float *to_wg0, int r0, int lane)
+                                          const float *from_wg0, float *to_wg0, int r0, int lane, float lag)
 {
     named_barrier(kMax0Ready, 256);
 #pragma unroll
     for (int r = 0; r < 2; r++) {
-        m[r] = fmaxf(from_wg0[r0 + 8 * r], mx[r]);
+        const float m0 = from_wg0[r0 + 8 * r];
+        m[r] = mx[r] > m0 + lag ? mx[r] : m0;
         f[r] = move_factor(m_run[r], m[r]);
     }
     publish_max(to_wg0, r0, lane, m);
@@ -208,6 +211,14 @@ __device__ __forceinline__ CtaWork item_work(const AttentionParams &p, int64_t i
 }
 // This CTA's item when the grid has one CTA per item.
 __device__ __forceinline__ CtaWork cta_work(const AttentionParams &p) { return item_work(p, blockIdx.x); }
+
+// A work item as a walking CTA's producer hands it to the consumers (ntiles 0: there are
+// no more).
+struct ItemInfo {
+    int64_t t;
+    int h0, split;
+    WorkItem w;
+};
 
 // The wgmmas read their register operands (A fragments) asynchronously: this keeps the
 // compiler from reusing those registers before the wait that ends them.

@@ -93,17 +93,21 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
                                bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
-// fp8m walks the items with a CTA per SM when there are more than two per SM, no token
-// is split and the launch is not a plan's decodes alone (fp8_heads_on_m.cuh: the gain on
-// prefill, 1-6%, turns into a loss for a CTA's first one or two items, and a decode
-// item's few tiles leave too little to overlap).
-bool fp8m_walks(const AttentionParams &p, int sm_count, bool decodes_only)
+// The heads-on-M kernels (fp8m, bf16m) walk the items with a CTA per SM when there are
+// more than two per SM, no token is split and the launch is not a plan's decodes alone
+// (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for a CTA's first one
+// or two items, and a decode item's few tiles leave too little to overlap). bf16m walks
+// only over BF16 rows: over raw rows, which its consumers widen, walking lost 15% (v72
+// on direct fp8_ds_mla prefill, PERF session 19).
+bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, bool decodes_only)
 {
-    return !decodes_only && p.splits == 1 && heads_on_m::num_items(p) > 2 * int64_t(sm_count);
+    return p.heads_per_cta == heads_on_m::kHeads && !decodes_only && p.splits == 1 &&
+           heads_on_m::num_items(p) > 2 * int64_t(sm_count) &&
+           (fp8_path || !Bf16Gather<heads_on_m::kRows, 256>::has_raw_rows(p));
 }
 
 // A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
-// split), or one per SM for fp8m when it walks.
+// split), or one per SM when it walks.
 cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t ctas, const AttentionParams &p,
                               cudaStream_t stream)
 {
@@ -112,7 +116,7 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
-// walk: a heads-on-M FP8 launch takes fp8m's walking form (fp8m_walks).
+// walk: a heads-on-M launch takes the walking form (heads_on_m_walks).
 cudaError_t launch(const AttentionParams &p, bool fp8_path, bool walk, int sm_count, cudaStream_t stream)
 {
     cudaError_t err;
@@ -121,8 +125,10 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, bool walk, int sm_co
     case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
     case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
     default:
-        if (!fp8_path)
-            err = launch_heads_on_m(bf16m::kernel, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
+        if (!fp8_path && walk)
+            err = launch_heads_on_m(bf16m::kernel<true>, bf16m::Layout::kBytes, sm_count, p, stream);
+        else if (!fp8_path)
+            err = launch_heads_on_m(bf16m::kernel<false>, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
         else if (walk)
             err = launch_heads_on_m(fp8m::kernel<true>, fp8m::Layout::kBytes, sm_count, p, stream);
         else
@@ -246,10 +252,10 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     timeline_clear(p, stream);
 #endif
     const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
-    const bool walk = fp8_path && fp8m_walks(p, ctx->sm_count, decodes_only);
+    const bool walk = heads_on_m_walks(p, fp8_path, ctx->sm_count, decodes_only);
     const cudaError_t err = launch(p, fp8_path, walk, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
-    // A walking fp8m launch has a CTA per SM, any other heads-on-M launch one per item.
+    // A walking heads-on-M launch has a CTA per SM, any other one CTA per item.
     timeline_write(p, fp8_path, walk ? ctx->sm_count : items, stream);
 #endif
     if (err != cudaSuccess)
