@@ -629,14 +629,22 @@ struct Consumer {
                 p_fragments(s, pf);
                 accumulate_own(o, pf, own);
                 phase(0);
+                // P stored at m before WG 1's max: with the lag, WG 1 rarely moves it, and a
+                // warp whose rows it moved stores them again. (WG 1's last read of P[0], its
+                // P . V of the pair before, completed before it freed buffer 0's right half,
+                // which this pair's S waited for.)
+                store_p(s, own);
+                phase(2);
                 // The final max from WG 1: P, O and l move to it.
                 float g[2];
                 take_final_max(m, f, rs, l, m_run, g, sh.handoff(1, gk), r0);
                 phase(1);
+                if (__any_sync(0xffffffffu, g[0] != 1.f || g[1] != 1.f)) {
 #pragma unroll
-                for (int i = 0; i < 32; i++)
-                    s[i] *= g[(i % 4) / 2];
-                store_p(s, own);
+                    for (int i = 0; i < 32; i++)
+                        s[i] *= g[(i % 4) / 2];
+                    store_p(s, own);
+                }
                 named_arrive(kP0Ready, 256);
                 phase(2);
                 wgmma_wait<0>();
