@@ -610,7 +610,7 @@ struct Consumer {
             score(s, own, gk, cycles);
             if (kWalk && last)
                 mbar_arrive(sh.q_free); // the item's last S: the next item's Q may load
-            if (tid == 0 && k == 0)
+            if (tid == 0 && gk == 0) // a walking CTA's first item only, as kQLanded
                 timeline::mark(timeline::kFirstScored);
             uint64_t t0 = timeline::now();
             // Adds the cycles since the last phase's end to phases[i] (timeline builds).
@@ -687,7 +687,7 @@ struct Consumer {
                 fence_regs(o);
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
             }
-            if (tid == 0 && k == 0)
+            if (tid == 0 && gk == 0)
                 timeline::mark(timeline::kFirstPairDone);
         }
         if (tid == 0)
