@@ -97,8 +97,9 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
 // more than two per SM, no token is split and the launch is not a plan's decodes alone
 // (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for a CTA's first one
 // or two items, and a decode item's few tiles leave too little to overlap). bf16m walks
-// only over BF16 rows: over raw rows, which its consumers widen, walking lost 15% (v72
-// on direct fp8_ds_mla prefill, PERF session 19).
+// only over BF16 rows under BF16 queries: under FP8 queries, whose Q its walking producer
+// widens with synchronous loads, the walk lost 8-16% over BF16 rows (v73 against v75) and
+// 15% over fp8_ds_mla rows (v72; PERF session 19).
 bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, bool decodes_only)
 {
     return p.heads_per_cta == heads_on_m::kHeads && !decodes_only && p.splits == 1 &&
