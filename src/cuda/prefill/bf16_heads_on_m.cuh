@@ -21,11 +21,12 @@
 // 64- or 128-head problem on the BF16 path takes this kernel, whatever the batch.
 //
 // Two launch forms (kWalk), with the same arithmetic per item, as fp8m's: a CTA per work
-// item, or, for launches over BF16 rows with many items and no split token, a CTA per SM
-// that walks the items (compiled without the widening): the producer hands the consumers item after item with its Q (loaded once both
-// WGs' last S of the item before is done), pairs run on across items, and the epilogue
-// stages O over buffer 1 and P while the producer already fills buffer 0 for the next
-// item (tests/model/bf16_heads_on_m_protocol.py models both forms).
+// item, or, for launches over BF16 rows under BF16 queries with many items and no split
+// token, a CTA per SM that walks the items (compiled without the widening): the producer
+// hands the consumers item after item with its Q (loaded once both WGs' last S of the
+// item before is done), pairs run on across items, and the epilogue stages O over buffer
+// 1 and P while the producer already fills buffer 0 for the next item
+// (tests/model/bf16_heads_on_m_protocol.py models both forms).
 #pragma once
 #include <cstdint>
 
