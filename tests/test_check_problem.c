@@ -84,7 +84,7 @@ int main(void)
                 for (int pos = 0; pos < 4; pos++) {
                     const smla_check_config cfg = {heads[h], q ? SMLA_DTYPE_BF16 : SMLA_DTYPE_FP8_E4M3,
                                                    formats[f][0], formats[f][1], (smla_check_positions)pos,
-                                                   512 / heads[h]};
+                                                   512 / heads[h], 1};
                     check_one(ctx, &cfg, &rng);
                 }
     smla_context_destroy(ctx);

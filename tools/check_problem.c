@@ -236,7 +236,7 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
     memset(p, 0, sizeof *p);
     p->args = smla_attention_args_default();
     smla_attention_args *a = &p->args;
-    const int64_t tokens = smla_tool_rng_range(rng, 1, c->max_tokens);
+    const int64_t tokens = smla_tool_rng_range(rng, c->min_tokens, c->max_tokens);
     const int has_extra = c->extra_format != SMLA_KV_INVALID;
     const int32_t wswa = (int32_t)smla_tool_rng_range(rng, 0, 160);
     const int32_t wext = has_extra ? (int32_t)smla_tool_rng_range(rng, 0, 700) : 0;

@@ -21,6 +21,7 @@ typedef struct smla_check_config {
     smla_kv_format extra_format;   /* SMLA_KV_INVALID: SWA-only problems */
     smla_check_positions positions;
     int max_tokens;
+    int min_tokens;                /* tokens are drawn from [min_tokens, max_tokens] */
 } smla_check_config;
 
 #define SMLA_CHECK_BUFFERS 16

@@ -1,6 +1,7 @@
 /* smla check: random problems on the GPU against the CPU reference, every head count and
  * query type, KV formats (also mixed), with and without positions, through plans; then
- * bit-exactness checks (repeat runs, segmentation, running a slice of the batch alone). */
+ * bit-exactness checks (repeat runs, segmentation, running a slice of the batch alone, a
+ * launch large enough to walk against the same tokens in per-item launches). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,12 +181,72 @@ static int check_config(smla_context *ctx, const smla_check_config *cfg, const c
     return failures;
 }
 
+/* A tensor's rows [first, first + rows) (dimension 0), or the empty tensor as it is. */
+static smla_tensor rows_of(smla_tensor t, int64_t first, int64_t rows)
+{
+    if (t.data) {
+        t.data = (char *)t.data + first * t.stride[0] * (int64_t)smla_dtype_size(t.dtype);
+        t.shape[0] = rows;
+    }
+    return t;
+}
+
+/* Tokens [first, first + n) of a problem without positions, as a problem of their own
+ * (its tensors point into p's). */
+static smla_check_problem token_slice(const smla_check_problem *p, int64_t first, int64_t n)
+{
+    smla_check_problem sub = *p;
+    smla_attention_args *a = &sub.args;
+    a->q = rows_of(a->q, first, n);
+    a->swa_indices = rows_of(a->swa_indices, first, n);
+    a->extra_indices = rows_of(a->extra_indices, first, n);
+    a->swa_lens = rows_of(a->swa_lens, first, n);
+    a->extra_lens = rows_of(a->extra_lens, first, n);
+    a->out = rows_of(a->out, first, n);
+    a->lse = rows_of(a->lse, first, n);
+    sub.out_elements = n * p->args.out.stride[0];
+    return sub;
+}
+
+/* The walking heads-on-M kernels (a CTA per SM takes item after item; launch.cu's
+ * heads_on_m_walks: more than two items per SM, no split token) against per-item launches,
+ * bit for bit over every token: kWalkTokens tokens in one launch (it walks on any GPU of up
+ * to kWalkTokens SMs), then the same tokens in launches of kSliceTokens (at most 128
+ * items: per item on any GPU of 64 SMs or more). Without positions and with split NONE,
+ * every token is one item (per 64 heads) whatever else the launch holds. */
+static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo kv, smla_tool_rng *rng)
+{
+    enum { kWalkTokens = 640, kSliceTokens = 64 };
+    const smla_check_config cfg = {heads, q_dtype, kv.swa, kv.extra, SMLA_CHECK_POSITIONS_NONE, kWalkTokens,
+                                   kWalkTokens};
+    smla_check_problem p;
+    if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
+        return 1;
+    p.args.split = SMLA_SPLIT_NONE;
+    output_copy whole, sliced;
+    int bad = output_alloc(&p, &whole) | output_alloc(&p, &sliced);
+    bad = bad || run_gpu(ctx, &p, 0, 0, whole.out, whole.lse);
+    for (int64_t first = 0; !bad && first < kWalkTokens; first += kSliceTokens) {
+        const smla_check_problem sub = token_slice(&p, first, kSliceTokens);
+        bad = run_gpu(ctx, &sub, 0, 0, sliced.out + first * p.args.out.stride[0],
+                      sliced.lse ? sliced.lse + first * p.args.lse.stride[0] : NULL);
+    }
+    const int same = !bad && outputs_equal(&p, &whole, &sliced);
+    printf("  walk (split none) H=%-3d q=%-4s %s: in slices of %d tokens %s\n", heads,
+           q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description, kSliceTokens,
+           bad ? "FAILED TO RUN" : same ? "identical" : "DIFFERENT");
+    output_free(&whole);
+    output_free(&sliced);
+    smla_check_problem_free(&p);
+    return !same;
+}
+
 /* Bit-exactness on the GPU (split-KV at fixed points, SMLA_SPLIT_FIXED): the same
  * problem twice; through a plan with segments versus one sequence per request; the first
  * `keep` tokens run alone versus in the batch. */
 static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, smla_tool_rng *rng)
 {
-    smla_check_config cfg = {heads, q_dtype, SMLA_KV_FP8, SMLA_KV_FP8, SMLA_CHECK_POSITIONS_PLAN, 400};
+    smla_check_config cfg = {heads, q_dtype, SMLA_KV_FP8, SMLA_KV_FP8, SMLA_CHECK_POSITIONS_PLAN, 400, 1};
     if (q_dtype == SMLA_DTYPE_BF16)
         cfg.swa_format = cfg.extra_format = SMLA_KV_BF16;
     smla_check_problem p;
@@ -205,17 +266,7 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
     int slice_ok = 0;
     if (!bad && !run_gpu(ctx, &p, 0, 0, a.out, a.lse)) {
         const int64_t keep = 1 + smla_tool_rng_range(rng, 0, p.args.q.shape[0] > 3 ? 2 : 0);
-        smla_check_problem sub = p;
-        sub.args.q.shape[0] = sub.args.swa_indices.shape[0] = sub.args.out.shape[0] = keep;
-        if (sub.args.extra_indices.data)
-            sub.args.extra_indices.shape[0] = keep;
-        if (sub.args.swa_lens.data)
-            sub.args.swa_lens.shape[0] = keep;
-        if (sub.args.extra_lens.data)
-            sub.args.extra_lens.shape[0] = keep;
-        if (sub.args.lse.data)
-            sub.args.lse.shape[0] = keep;
-        sub.out_elements = keep * p.args.out.stride[0];
+        const smla_check_problem sub = token_slice(&p, 0, keep);
         slice_ok = !run_gpu(ctx, &sub, 0, 0, d.out, d.lse) &&
                    memcmp(a.out, d.out, (size_t)sub.out_elements * 2) == 0 &&
                    (!a.lse || memcmp(a.lse, d.lse, (size_t)(keep * p.args.lse.stride[0]) * 4) == 0);
@@ -248,7 +299,7 @@ static int run_checks(smla_context *ctx, const check_options *o)
                     if (pos == SMLA_CHECK_POSITIONS_DECODE) /* batches up to 512 requests */
                         max_tokens = 4 * max_tokens < 2048 ? 4 * max_tokens : 2048;
                     smla_check_config cfg = {heads[hi], qs[qi], kv_combos[ki].swa, kv_combos[ki].extra,
-                                             (smla_check_positions)pos, max_tokens < 1 ? 1 : max_tokens};
+                                             (smla_check_positions)pos, max_tokens < 1 ? 1 : max_tokens, 1};
                     double fro = 0, lse = 0;
                     const int f = check_config(ctx, &cfg, o, &rng, &fro, &lse);
                     char kv[24];
@@ -265,6 +316,11 @@ static int run_checks(smla_context *ctx, const check_options *o)
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (size_t qi = 0; qi < 2; qi++)
             inv_failures += check_invariance(ctx, heads[hi], qs[qi], &rng);
+    static const int walking_heads[] = {64, 128};
+    for (size_t hi = 0; hi < 2; hi++)
+        for (size_t qi = 0; qi < 2; qi++)
+            for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
+                inv_failures += check_walk(ctx, walking_heads[hi], qs[qi], kv_combos[ki], &rng);
     printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
            inv_failures, (unsigned long long)o->seed);
     return failures || inv_failures ? 1 : 0;
