@@ -210,15 +210,16 @@ static smla_check_problem token_slice(const smla_check_problem *p, int64_t first
 
 /* The walking heads-on-M kernels (a CTA per SM takes item after item; launch.cu's
  * heads_on_m_walks: more than two items per SM, no split token) against per-item launches,
- * bit for bit over every token: kWalkTokens tokens in one launch (it walks on any GPU of up
- * to kWalkTokens SMs), then the same tokens in launches of kSliceTokens (at most 128
- * items: per item on any GPU of 64 SMs or more). Without positions and with split NONE,
- * every token is one item (per 64 heads) whatever else the launch holds. */
+ * bit for bit over every token: kWalkItems items (a token per 64 heads) in one launch (it
+ * walks on any GPU of up to kWalkItems / 2 SMs), then the same tokens in launches of
+ * kSliceTokens (at most 128 items: per item on any GPU of 64 SMs or more). Without
+ * positions and with split NONE, every token's items are the same whatever else the
+ * launch holds. (The problem's description names the split it was drawn with.) */
 static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo kv, smla_tool_rng *rng)
 {
-    enum { kWalkTokens = 640, kSliceTokens = 64 };
-    const smla_check_config cfg = {heads, q_dtype, kv.swa, kv.extra, SMLA_CHECK_POSITIONS_NONE, kWalkTokens,
-                                   kWalkTokens};
+    enum { kWalkItems = 640, kSliceTokens = 64 };
+    const int tokens = kWalkItems / (heads / 64);
+    const smla_check_config cfg = {heads, q_dtype, kv.swa, kv.extra, SMLA_CHECK_POSITIONS_NONE, tokens, tokens};
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
@@ -226,7 +227,7 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
     output_copy whole, sliced;
     int bad = output_alloc(&p, &whole) | output_alloc(&p, &sliced);
     bad = bad || run_gpu(ctx, &p, 0, 0, whole.out, whole.lse);
-    for (int64_t first = 0; !bad && first < kWalkTokens; first += kSliceTokens) {
+    for (int64_t first = 0; !bad && first < tokens; first += kSliceTokens) {
         const smla_check_problem sub = token_slice(&p, first, kSliceTokens);
         bad = run_gpu(ctx, &sub, 0, 0, sliced.out + first * p.args.out.stride[0],
                       sliced.lse ? sliced.lse + first * p.args.lse.stride[0] : NULL);
