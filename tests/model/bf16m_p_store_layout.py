@@ -28,7 +28,7 @@ def stmatrix_address(r0, lane, q, swap=False):
     return tile_offset(64, head, 16 * (2 * q + block))
 
 
-def matrix_register(q, j):  # index into s of the pair packed into register j
+def matrix_register(q, j):  # index into s of the pair in register j: word j of pf[q] (p_fragments)
     return 8 * q + 2 * j
 
 

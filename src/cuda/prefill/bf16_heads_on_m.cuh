@@ -543,25 +543,20 @@ struct Consumer {
         wgmma_commit();
     }
 
-    // P (registers) to shared memory as [64 heads][64 entries] BF16, the A operand layout.
-    // Four stmatrix .x4, each the 8x8 blocks (entries 16q .. 16q + 15) x (rows r0, r0 + 8)
-    // of this warp's 16 heads: matrix j is s[8q + 2j], s[8q + 2j + 1] (block 2q + j / 2,
-    // row half j % 2). (16 32-bit stores before: ~440 cycles a pair with P's move to the
-    // final max, session 18's timeline.)
-    __device__ void store_p(const float (&s)[32], int buf) const
+    // P (its fragments, p_fragments) to shared memory as [64 heads][64 entries] BF16, the
+    // A operand layout. Four stmatrix .x4, each the 8x8 blocks (entries 16q .. 16q + 15) x
+    // (rows r0, r0 + 8) of this warp's 16 heads: matrix j is word j of pf[q], s[8q + 2j]
+    // and s[8q + 2j + 1] (block 2q + j / 2, row half j % 2). (16 32-bit stores before: ~440
+    // cycles a pair with P's move to the final max, session 18's timeline.) From the
+    // fragments, not from s: P . V's operand already holds them, and converting s again
+    // took 16 more f32-to-BF16 conversions a thread and pair, at 16 a cycle per SM.
+    __device__ void store_p(const uint4 (&pf)[4], int buf) const
     {
         uint8_t *ps = sh.p + buf * Layout::kPBytes;
         const int j = lane / 8, head = r0 - lane / 4 + 8 * (j % 2) + lane % 8;
 #pragma unroll
-        for (int q = 0; q < 4; q++) {
-            uint32_t m[4];
-#pragma unroll
-            for (int jj = 0; jj < 4; jj++) {
-                const __nv_bfloat162 b = __floats2bfloat162_rn(s[8 * q + 2 * jj], s[8 * q + 2 * jj + 1]);
-                m[jj] = *reinterpret_cast<const uint32_t *>(&b);
-            }
-            stmatrix_x4(ps + tile_offset(kHeads, head, 16 * (2 * q + j / 2)), m[0], m[1], m[2], m[3]);
-        }
+        for (int q = 0; q < 4; q++)
+            stmatrix_x4(ps + tile_offset(kHeads, head, 16 * (2 * q + j / 2)), pf[q].x, pf[q].y, pf[q].z, pf[q].w);
         fence_proxy_async();
     }
 
@@ -634,7 +629,7 @@ struct Consumer {
                 // warp whose rows it moved stores them again. (WG 1's last read of P[0], its
                 // P . V of the pair before, completed before it freed buffer 0's right half,
                 // which this pair's S waited for.)
-                store_p(s, own);
+                store_p(pf, own);
                 phase(2);
                 // The final max from WG 1: P, O and l move to it.
                 float g[2];
@@ -644,7 +639,9 @@ struct Consumer {
 #pragma unroll
                     for (int i = 0; i < 32; i++)
                         s[i] *= g[(i % 4) / 2];
-                    store_p(s, own);
+                    uint4 pg[4]; // pf stays untouched until the own P . V completes
+                    p_fragments(s, pg);
+                    store_p(pg, own);
                 }
                 named_arrive(kP0Ready, 256);
                 phase(2);
@@ -673,7 +670,7 @@ struct Consumer {
                 uint4 pf[4];
                 p_fragments(s, pf);
                 accumulate_own(o, pf, own);
-                store_p(s, own);
+                store_p(pf, own);
                 named_arrive(kP1Ready, 256);
                 phase(2);
                 named_barrier(kP0Ready, 256);
