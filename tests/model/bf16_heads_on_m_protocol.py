@@ -166,6 +166,12 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                 read_rows(g, own, f"WG {w}'s mask")
                 yield lambda: True  # the mask reads the valid bits after S, apart from the widening
                 defer = walk and last and not undeferred_free
+
+                def free_buffer1(s):  # walking, the item's last pair: after the copy-out
+                    if defer:
+                        deferred.append(s)
+                    else:
+                        free[s].arrive()
                 if w == 0:
                     arrive("max0", g)
                     read(slot(own, 0), "PV0")
@@ -179,10 +185,7 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                     yield sync("p1", g)
                     read(slot(other, 0), "PV0")
                     readers[slot(other, 0)].discard("PV0")
-                    if defer:
-                        deferred.append(slot(other, 0))
-                    else:
-                        free[slot(other, 0)].arrive()
+                    free_buffer1(slot(other, 0))
                 else:
                     yield sync("max0", g)
                     arrive("max1", g)
@@ -191,10 +194,7 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                     yield sync("p0", g)
                     read(slot(other, 1), "PV1")
                     readers[slot(own, 1)].discard("PV1")
-                    if defer:
-                        deferred.append(slot(own, 1))
-                    else:
-                        free[slot(own, 1)].arrive()
+                    free_buffer1(slot(own, 1))
                     readers[slot(other, 1)].discard("PV1")
                     free[slot(other, 1)].arrive()
                 yield lambda: True

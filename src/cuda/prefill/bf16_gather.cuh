@@ -76,14 +76,14 @@ __device__ __forceinline__ void widen_raw_chunks(uint8_t *tile, const uint8_t *s
     }
 }
 
+// Whether any row can come raw (E4M3 or fp8_ds_mla): then BF16 tiles need widening.
+__host__ __device__ inline bool has_raw_rows(const AttentionParams &p)
+{
+    return (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) || (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
+}
+
 template <int kRows, int kThreads> struct Bf16Gather {
     static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
-
-    // Whether any row can come raw (E4M3 or fp8_ds_mla): then tiles need dequant_tile.
-    static __host__ __device__ bool has_raw_rows(const AttentionParams &p)
-    {
-        return (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) || (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
-    }
 
     // Row (and scale-row) addresses of the item's first two tiles, by threads tid < kRows.
     static __device__ void first_rows(const AttentionParams &p, int64_t t, const WorkItem &w, uint64_t *rowinfo,

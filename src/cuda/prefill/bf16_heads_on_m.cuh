@@ -372,50 +372,12 @@ __device__ inline void producer_load_q(const AttentionParams &p, const Shared &s
 template <bool kRaw, bool kWalk>
 __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
-    const int64_t items = num_items(p);
-    int64_t item = blockIdx.x;
-    // The next item with work from `item` on, staged in items[2] (the producer has no
-    // registers to spare for it).
-    ItemInfo &staged = sh.items[2];
-    auto next_item = [&]() {
-        for (; item < items; item += gridDim.x) {
-            const CtaWork c = item_work(p, item);
-            WorkItem w;
-            if (work_item(p, c.t, Lookup::kChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
-                if (tid == 0)
-                    staged = ItemInfo{c.t, c.h0, c.split, w};
-                named_barrier(kProducer, 128);
-                item += gridDim.x;
-                return true;
-            }
-        }
-        return false;
-    };
-    int j = 0; // items handed over
-    // The staged item (or the end) to the consumers as item j, its Q loaded once the
-    // consumers' last S of item j - 1 is done.
-    auto hand_over = [&](bool end) {
-        const int slot = j % 2;
-        if (j > 0)
-            mbar_wait(sh.q_free, (j - 1) & 1);
-        if (!end)
-            producer_load_q(p, sh, staged, tid);
-        if (tid == 0) {
-            sh.items[slot] = staged;
-            if (end)
-                sh.items[slot].w.ntiles = 0;
-        }
-        mbar_arrive_cp_async(&sh.item_ready[slot]); // when this thread's Q copies land
-        mbar_arrive(&sh.item_ready[slot]);
-        named_barrier(kProducer, 128); // items[slot] written, for the producer too
-        j++;
-    };
+    ItemWalk<Shared> walk(p, sh, tid);
+    const ItemInfo &staged = walk.staged();
+    const auto load_item_q = [&](const ItemInfo &it) { producer_load_q(p, sh, it, tid); };
     if constexpr (kWalk) {
-        if (!next_item()) {
-            hand_over(true);
+        if (!walk.start(load_item_q))
             return;
-        }
-        hand_over(false);
     }
     uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumFreeWait .. kSumCopies
     EntrySlot next[2];
@@ -424,10 +386,10 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, con
     if (tid == 0)
         timeline::mark(timeline::kProducerSlots);
     publish_rows(p, sh, 0, next, tid);
-    bool has_next = kWalk && next_item(); // while the first copies are in flight
+    bool has_next = kWalk && walk.next_item(); // while the first copies are in flight
     int gk = 0;
     for (;;) {
-        const ItemInfo &cur = kWalk ? sh.items[(j - 1) % 2] : single;
+        const ItemInfo &cur = kWalk ? walk.current() : single;
         const int pairs = (cur.w.ntiles + 1) / 2;
         for (int k = 0; k < pairs; k++, gk++) {
             const bool more = k + 1 < pairs;
@@ -447,11 +409,11 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, con
             if (tid == 0 && gk == 0)
                 timeline::mark(timeline::kProducerFilled);
             if (kWalk && !more) // the item's halves are all issued: the next item (or the end)
-                hand_over(!has_next);
+                walk.hand_over(!has_next, load_item_q);
         }
         if (!has_next)
             break;
-        has_next = next_item(); // while the item's first copies are in flight
+        has_next = walk.next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
         for (int i = kSumFreeWait; i <= kSumCopies; i++)
@@ -777,7 +739,7 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
         timeline::mark(timeline::kItemFound);
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
-        if (!kWalk && Bf16Gather<kRows, 256>::has_raw_rows(p))
+        if (!kWalk && has_raw_rows(p))
             produce<true, kWalk>(p, sh, tid - 256, single);
         else
             produce<false, kWalk>(p, sh, tid - 256, single);
@@ -793,7 +755,7 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
     }
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     // A walking CTA never sees raw rows (launch.cu's heads_on_m_walks): its code has no widening.
-    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, !kWalk && Bf16Gather<kRows, 256>::has_raw_rows(p)};
+    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, !kWalk && has_raw_rows(p)};
     c.run<kWalk>(single);
 }
 

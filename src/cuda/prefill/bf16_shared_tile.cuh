@@ -113,7 +113,7 @@ template <int kHT> struct SharedTile {
         float *mrun = reinterpret_cast<float *>(smem + Cfg::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(smem + Cfg::kAlphaOff);
         const void *dummy = p.q; // any valid global address for zero-filling copies
-        const bool raw_rows = Gather::has_raw_rows(p);
+        const bool raw_rows = has_raw_rows(p);
 
         // Row addresses of tiles 0 and 1; the running max starts at -inf.
         Gather::first_rows(p, t, w, rowinfo, scalerows, tid);

@@ -212,44 +212,9 @@ template <int kBy> __device__ inline void load_q(const Shared &sh, const Attenti
 // Without kWalk: the one item `single`, no hand-over.
 template <bool kWalk> __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
-    const int64_t items = num_items(p);
-    int64_t item = blockIdx.x;
-    // The next item with work from `item` on, staged in items[2] (the producer has no
-    // registers to spare for it).
-    ItemInfo &staged = sh.items[2];
-    auto next_item = [&]() {
-        for (; item < items; item += gridDim.x) {
-            const CtaWork c = item_work(p, item);
-            WorkItem w;
-            if (work_item(p, c.t, Lookup::kChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
-                if (tid == 0)
-                    staged = ItemInfo{c.t, c.h0, c.split, w};
-                named_barrier(kProducer, 128);
-                item += gridDim.x;
-                return true;
-            }
-        }
-        return false;
-    };
-    int j = 0; // items handed over
-    // The staged item (or the end) to the consumers as item j, its Q loaded once the
-    // consumers' last S of item j - 1 is done.
-    auto hand_over = [&](bool end) {
-        const int slot = j % 2;
-        if (j > 0)
-            mbar_wait(sh.q_free, (j - 1) & 1);
-        if (!end)
-            load_q<128>(sh, p, staged.t, staged.h0, tid);
-        if (tid == 0) {
-            sh.items[slot] = staged;
-            if (end)
-                sh.items[slot].w.ntiles = 0;
-        }
-        mbar_arrive_cp_async(&sh.item_ready[slot]); // when this thread's Q copies land
-        mbar_arrive(&sh.item_ready[slot]);
-        named_barrier(kProducer, 128); // items[slot] written, for the producer too
-        j++;
-    };
+    ItemWalk<Shared> walk(p, sh, tid);
+    const ItemInfo &staged = walk.staged();
+    const auto load_item_q = [&](const ItemInfo &it) { load_q<128>(sh, p, it.t, it.h0, tid); };
     // Rows and K of buffer b from slot ids `slot`; the K halves are published as they land.
     auto fill = [&](int b, EntrySlot slot) {
         if (tid < kRows) { // warps 0 and 1
@@ -268,11 +233,8 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         }
     };
     if constexpr (kWalk) {
-        if (!next_item()) {
-            hand_over(true);
+        if (!walk.start(load_item_q))
             return;
-        }
-        hand_over(false);
     }
     EntrySlot next[2];
     const ItemInfo &first = kWalk ? sh.items[0] : single;
@@ -283,11 +245,11 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
     fill(1, next[1]);
     if (tid == 0)
         timeline::mark(timeline::kProducerFilled);
-    bool has_next = kWalk && next_item(); // while the first copies are in flight
+    bool has_next = kWalk && walk.next_item(); // while the first copies are in flight
     int gk = 0;
     uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKLanded .. kSumRefill
     for (;;) {
-        const ItemInfo &cur = kWalk ? sh.items[(j - 1) % 2] : single;
+        const ItemInfo &cur = kWalk ? walk.current() : single;
         const int pairs = (cur.w.ntiles + 1) / 2;
         for (int k = 0; k < pairs; k++, gk++) {
             const bool more = k + 1 < pairs;
@@ -313,7 +275,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
                     timeline::mark(timeline::kFirstTransposed);
             }
             if (kWalk && !more) // the item's tiles are all transposed: the next item (or the end)
-                hand_over(!has_next);
+                walk.hand_over(!has_next, load_item_q);
             if (more || has_next) {
 #pragma unroll
                 for (int b = 0; b < 2; b++) {
@@ -328,7 +290,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         }
         if (!has_next)
             break;
-        has_next = next_item(); // while the item's first copies are in flight
+        has_next = walk.next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
         for (int i = kSumKLanded; i <= kSumRefill; i++)

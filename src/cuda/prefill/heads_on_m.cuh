@@ -220,6 +220,72 @@ struct ItemInfo {
     WorkItem w;
 };
 
+// A walking CTA's producer WG (fp8m's and bf16m's kWalk) over its items: blockIdx.x, then
+// gridDim.x apart. Each item with work is staged in items[2] (the producer has no
+// registers to spare for it), then handed to the consumers as item j in slot j % 2 with
+// its Q, loaded once the consumers' last S of item j - 1 is done (q_free). Smem: the
+// kernel's view of its shared memory (items, item_ready, q_free); load_q(item): the
+// kernel's Q copies by the producer's 128 threads.
+template <class Smem> struct ItemWalk {
+    const AttentionParams &p;
+    const Smem &sh;
+    int tid;
+    int64_t items, item; // the launch's items; the next one to look at
+    int j;               // items handed over
+
+    __device__ ItemWalk(const AttentionParams &p_, const Smem &sh_, int tid_)
+        : p(p_), sh(sh_), tid(tid_), items(num_items(p_)), item(blockIdx.x), j(0)
+    {
+    }
+    __device__ ItemInfo &staged() const { return sh.items[2]; }
+    // The item the consumers take now (the last one handed over).
+    __device__ const ItemInfo &current() const { return sh.items[(j - 1) % 2]; }
+    // The next item with work from `item` on, staged; false when there is none.
+    __device__ bool next_item()
+    {
+        for (; item < items; item += gridDim.x) {
+            const CtaWork c = item_work(p, item);
+            WorkItem w;
+            if (work_item(p, c.t, Lookup::kChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
+                if (tid == 0)
+                    staged() = ItemInfo{c.t, c.h0, c.split, w};
+                named_barrier(kProducer, 128);
+                item += gridDim.x;
+                return true;
+            }
+        }
+        return false;
+    }
+    // The staged item (or the end) to the consumers as item j.
+    template <class LoadQ> __device__ void hand_over(bool end, LoadQ load_q)
+    {
+        const int slot = j % 2;
+        if (j > 0)
+            mbar_wait(sh.q_free, (j - 1) & 1);
+        if (!end)
+            load_q(staged());
+        if (tid == 0) {
+            sh.items[slot] = staged();
+            if (end)
+                sh.items[slot].w.ntiles = 0;
+        }
+        mbar_arrive_cp_async(&sh.item_ready[slot]); // when this thread's Q copies land
+        mbar_arrive(&sh.item_ready[slot]);
+        named_barrier(kProducer, 128); // items[slot] written, for the producer too
+        j++;
+    }
+    // The first item handed over; false when the CTA has none (the end handed over).
+    template <class LoadQ> __device__ bool start(LoadQ load_q)
+    {
+        if (!next_item()) {
+            hand_over(true, load_q);
+            return false;
+        }
+        hand_over(false, load_q);
+        return true;
+    }
+};
+
 // The wgmmas read their register operands (A fragments) asynchronously: this keeps the
 // compiler from reusing those registers before the wait that ends them.
 template <int N> __device__ __forceinline__ void keep_until_done(const uint4 (&a)[N])

@@ -104,7 +104,7 @@ bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, boo
 {
     return p.heads_per_cta == heads_on_m::kHeads && !decodes_only && p.splits == 1 &&
            heads_on_m::num_items(p) > 2 * int64_t(sm_count) &&
-           (fp8_path || (!p.q_is_fp8 && !Bf16Gather<heads_on_m::kRows, 256>::has_raw_rows(p)));
+           (fp8_path || (!p.q_is_fp8 && !has_raw_rows(p)));
 }
 
 // A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
