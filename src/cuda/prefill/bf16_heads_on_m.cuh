@@ -325,32 +325,15 @@ __device__ __forceinline__ void fill_pair(const AttentionParams &p, const Shared
     }
 }
 
-// Item `it`'s Q by the producer's 128 threads (walking): BF16 through cp.async, E4M3
-// widened to BF16 on the way (as Bf16Gather::load_q), four chunks in flight a thread.
+// Item `it`'s Q by the producer's 128 threads (walking), through cp.async. BF16 queries
+// only: bf16m walks only under them (launch.cu's heads_on_m_walks; a walking producer that
+// widened FP8 Q lost 8-16%, and one that landed it raw and widened it in place 1-2%: v75
+// and v76, PERF sessions 19 and 20).
 __device__ inline void producer_load_q(const AttentionParams &p, const Shared &sh, const ItemInfo &it, int tid)
 {
-    if (p.q_is_fp8) {
-        const uint8_t *src = static_cast<const uint8_t *>(p.q) + it.t * p.q_token_stride + int64_t(it.h0) * 512;
-#pragma unroll 1
-        for (int c0 = tid; c0 < kHeads * 32; c0 += 4 * 128) {
-            uint4 v[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int c = c0 + 128 * i;
-                v[i] = *reinterpret_cast<const uint4 *>(src + (c / 32) * 512 + (c % 32) * 16);
-            }
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int c = c0 + 128 * i;
-                store_widened(sh.q, kHeads, c / 32, c % 32, v[i], 1.f);
-            }
-        }
-        fence_proxy_async(); // the widened Q, for the consumers' wgmmas
-    } else {
-        const uint8_t *src = static_cast<const uint8_t *>(p.q) + (it.t * p.q_token_stride + int64_t(it.h0) * 512) * 2;
-        for (int c = tid; c < kHeads * 64; c += 128)
-            cp_async16(sh.q + tile_offset(kHeads, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
-    }
+    const uint8_t *src = static_cast<const uint8_t *>(p.q) + (it.t * p.q_token_stride + int64_t(it.h0) * 512) * 2;
+    for (int c = tid; c < kHeads * 64; c += 128)
+        cp_async16(sh.q + tile_offset(kHeads, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
 }
 
 // The producer WG. Per pair of tiles it fills the four halves in the consumers' order,

@@ -97,9 +97,10 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
 // more than two per SM, no token is split and the launch is not a plan's decodes alone
 // (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for a CTA's first one
 // or two items, and a decode item's few tiles leave too little to overlap). bf16m walks
-// only over BF16 rows under BF16 queries: under FP8 queries, whose Q its walking producer
-// widens with synchronous loads, the walk lost 8-16% over BF16 rows (v73 against v75) and
-// 15% over fp8_ds_mla rows (v72; PERF session 19).
+// only over BF16 rows under BF16 queries: under FP8 queries the walk lost 8-16% over BF16
+// rows with Q widened by synchronous loads (v73 against v75) and 1-2% with Q landed raw and
+// widened in place (v76), and over fp8_ds_mla rows 7-15% (v72, v77; PERF sessions 19-20).
+// Its producer loads BF16 Q alone.
 bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, bool decodes_only)
 {
     return p.heads_per_cta == heads_on_m::kHeads && !decodes_only && p.splits == 1 &&
