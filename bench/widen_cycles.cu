@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
             bf16m::publish_rows(p, sh, 0, rows, t);
             t0 = clock64();
             for (int f = 0; f < wgs; f++)
-                bf16m::copy_half(p, sh, 0, bf16m::fill_buf<false>(f), bf16m::fill_half(f), t);
+                bf16m::copy_half(p, sh, 0, bf16m::fill_buf(f), bf16m::fill_half(f), t);
             cp_async_commit();
             cp_async_wait<0>();
             named_barrier(heads_on_m::kProducer, 128);
@@ -55,7 +55,7 @@ __global__ void __launch_bounds__(kThreads, 1) widen_kernel(const __grid_constan
         __syncthreads();
         const long long t1 = clock64();
         if (wg < wgs)
-            bf16m::widen_half(sh, 0, bf16m::fill_buf<false>(wg), bf16m::fill_half(wg), t);
+            bf16m::widen_half(sh, 0, bf16m::fill_buf(wg), bf16m::fill_half(wg), t);
         __syncthreads();
         widen += clock64() - t1;
     }

@@ -15,7 +15,7 @@ from collections import defaultdict
 
 MARKS = ["entry", "grid_waited", "item_found", "producer_slots", "producer_filled", "first_transposed",
          "q_landed", "first_scored", "first_pair_done", "last_pair_start", "loop_done", "finished", "pairs",
-         "end_ns", "sm", "start_ns", "epilogue_sums", "epilogue_scales", "epilogue_staged"] + \
+         "end_ns", "sm", "start_ns", "epilogue_sums", "epilogue_scales", "epilogue_stored"] + \
     ["sum%d" % i for i in range(16)]
 M = {name: i for i, name in enumerate(MARKS)}
 # Labels of the sixteen sums (marks 19-34), per kernel: the order of its enum Sum.
@@ -42,8 +42,8 @@ PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
           ("consumers: epilogue", "loop_done", "finished"),
           ("  epilogue: row sums exchanged", "loop_done", "epilogue_sums"),
           ("  epilogue: output scales (finish_head)", "epilogue_sums", "epilogue_scales"),
-          ("  epilogue: O staged", "epilogue_scales", "epilogue_staged"),
-          ("  epilogue: O stored out", "epilogue_staged", "finished"),
+          ("  epilogue: O converted and its stores issued", "epilogue_scales", "epilogue_stored"),
+          ("  epilogue: after the stores", "epilogue_stored", "finished"),
           ("CTA total", "entry", "finished")]
 
 

@@ -39,7 +39,7 @@ __global__ void __launch_bounds__(heads_on_m::kThreads, 1)
         const EntrySlot rows[2] = {{slots[u], swa[u] != 0}, {slots[kRows + u], swa[kRows + u] != 0}};
         bf16m::publish_rows(p, sh, 0, rows, t);
         for (int f = 0; f < 4; f++)
-            bf16m::copy_half(p, sh, 0, bf16m::fill_buf<false>(f), bf16m::fill_half(f), t);
+            bf16m::copy_half(p, sh, 0, bf16m::fill_buf(f), bf16m::fill_half(f), t);
         cp_async_commit();
         cp_async_wait<0>();
     }

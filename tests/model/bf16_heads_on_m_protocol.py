@@ -9,14 +9,12 @@ interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfi
 phase other than the one it means (parity aliasing), that no buffer half is refilled
 while a reader still needs it, that every read of a tile's row set (its rows' addresses
 and tags, read by the producer's copies and the widening, and its valid bits, read by the
-mask) finds the pair it means though the producer writes pair k + 1's sets during pair k,
-and that the epilogue stages O over the tiles only once
-nobody needs them and no copy is landing there. It also models the walking CTA (the
+mask) finds the pair it means though the producer writes pair k + 1's sets during pair k.
+(The epilogue keeps O in registers: it touches no tile.) It also models the walking CTA (the
 kernel's kWalk, over BF16 rows; the model also walks with raw rows): the producer hands
 the consumers item after item (an item slot and its Q, loaded once both WGs' last S of
-the item before is done), pairs and barrier phases run on across items, the epilogue
-stages O over buffer 1 (and P, not modelled) while the producer fills buffer 0 for the
-next item, and buffer 1's last frees of an item wait for both WGs' copy-out. It then
+the item before is done), pairs and barrier phases run on across items, and the
+producer fills the next item's first pair while the consumers finish the item. It then
 breaks the protocol on purpose and checks that each break is caught, so that the check
 itself can fail.
 
@@ -30,14 +28,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 from protocol import MBar, interleave  # noqa: E402
 
 FILLS = [(0, 0), (1, 1), (0, 1), (1, 0)]  # (buffer, half) in the producer's fill order
-# A walking CTA's first pair of every item after the first: buffer 1 still holds the
-# previous item's staged O (its frees are deferred), so buffer 0 goes first.
-FILLS_NEXT_ITEM = [(0, 0), (0, 1), (1, 1), (1, 0)]
 
 
 def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, skip_widen=False,
-        unwaited_widen=False, early_stage=False, rows_early=False, one_row_set=False, skip_q_free_wait=False,
-        undeferred_free=False, no_final_sync=False, early_q_free=False):
+        unwaited_widen=False, rows_early=False, one_row_set=False, skip_q_free_wait=False, early_q_free=False):
     """ntiles: one item's tiles; walk: the tile counts of the items a walking CTA takes."""
     rnd = random.Random(seed)
     items = walk or [ntiles]
@@ -55,7 +49,6 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
     landing = []  # slots, and ('Q', item) while walking
     row_sets = {}  # (pair parity, buffer) -> the pair whose row set it holds
     q = {'item': None, 'state': None, 'readers': set()}  # walking: the item whose Q is in shared memory
-    stage = {'slots': set(), 'readers': set()}  # walking: O staged over buffer 1, WGs still copying it out
 
     def row_set(g, b):
         return (0 if one_row_set else g & 1, b)
@@ -101,12 +94,11 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                 g = first_pair[j] + k
                 if rows_early and g + 1 < sum(item_pairs):
                     publish_rows(g + 1)
-                for f, (b, h) in enumerate(FILLS_NEXT_ITEM if walk and j > 0 and k == 0 else FILLS):
+                for f, (b, h) in enumerate(FILLS):
                     s = slot(b, h)
                     if not skip_free_wait:
                         yield lambda s=s, g=g: free[s].passed((g & 1) ^ 1, g - 1 if g else None)
                     assert not readers.get(s), f"slot {s} refilled while {readers.get(s)} still need it"
-                    assert s not in stage['slots'], f"slot {s} refilled under the staged O"
                     read_rows(g, b, "the producer's copies")
                     state[s] = (g, 'loading')
                     readers[s] = {f"S{b}", f"PV{h}"}  # WG b scores buffer b; WG h owns dims half h
@@ -141,7 +133,6 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                 if npairs == 0:
                     return
                 assert q['item'] == j and q['state'] == 'ready', f"WG {w} starts item {j} with Q {q}"
-            deferred = []  # walking, the item's last pair: buffer 1's frees, after the copy-out
             for k in range(npairs):
                 g = first_pair[j] + k
                 last = k == npairs - 1
@@ -165,13 +156,6 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                         q_free.arrive()  # the item's last S: the next item's Q may load
                 read_rows(g, own, f"WG {w}'s mask")
                 yield lambda: True  # the mask reads the valid bits after S, apart from the widening
-                defer = walk and last and not undeferred_free
-
-                def free_buffer1(s):  # walking, the item's last pair: after the copy-out
-                    if defer:
-                        deferred.append(s)
-                    else:
-                        free[s].arrive()
                 if w == 0:
                     arrive("max0", g)
                     read(slot(own, 0), "PV0")
@@ -185,7 +169,7 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                     yield sync("p1", g)
                     read(slot(other, 0), "PV0")
                     readers[slot(other, 0)].discard("PV0")
-                    free_buffer1(slot(other, 0))
+                    free[slot(other, 0)].arrive()
                 else:
                     yield sync("max0", g)
                     arrive("max1", g)
@@ -194,33 +178,14 @@ def run(ntiles, seed, widen, walk=None, skip_free_wait=False, early_free=False, 
                     yield sync("p0", g)
                     read(slot(other, 1), "PV1")
                     readers[slot(own, 1)].discard("PV1")
-                    free_buffer1(slot(own, 1))
+                    free[slot(own, 1)].arrive()
                     readers[slot(other, 1)].discard("PV1")
                     free[slot(other, 1)].arrive()
                 yield lambda: True
-            # finish(): the row sums and the scales under two barriers, then O staged (over Q
-            # and the tiles; walking, over buffer 1 and P), then a third barrier before the
-            # stores out read it.
-            if not early_stage:
-                yield sync("consumers", (j, 0))
-                yield sync("consumers", (j, 1))
-            under = [2, 3] if walk else [0, 1, 2, 3]
-            for s in under:
-                assert not readers.get(s), f"WG {w} stages O over slot {s} while {readers[s]} still need it"
-                assert state.get(s, (None, 'ready'))[1] == 'ready', f"WG {w} stages O over slot {s} while it is filled"
-            if walk:
-                stage['slots'].update(under)
-                stage['readers'].add(w)
-            yield sync("consumers", (j, 2))
-            if walk:  # the stores out read the staged rows; then buffer 1's deferred frees
-                stage['readers'].discard(w)
-                if not no_final_sync:
-                    yield sync("consumers", (j, 3))
-                assert not stage['readers'], f"WG {w} frees buffer 1 while WG {stage['readers']} copies O out of it"
-                stage['slots'].clear()
-                for s in deferred:
-                    free[s].arrive()
-            yield lambda: True
+            # finish(): the row sums and the scales under two barriers; O goes out from
+            # registers.
+            yield sync("consumers", (j, 0))
+            yield sync("consumers", (j, 1))
 
     agents = {"producer": producer(), "wg0": compute(0), "wg1": compute(1)}
     interleave(agents, rnd, landing, lambda: land(landing.pop(0)))
@@ -239,7 +204,7 @@ def main():
             for seed in range(200):
                 run(0, seed, widen, walk=walk)
     breaks = [("skip_free_wait", False), ("early_free", False), ("skip_free_wait", True), ("early_free", True),
-              ("skip_widen", True), ("unwaited_widen", True), ("early_stage", False), ("early_stage", True),
+              ("skip_widen", True), ("unwaited_widen", True),
               ("rows_early", False), ("rows_early", True), ("one_row_set", False), ("one_row_set", True)]
     for broken, widen in breaks:
         try:
@@ -249,10 +214,9 @@ def main():
             continue
         print(f"FAIL: the model does not catch {broken} (widen={widen})")
         return 1
-    # The walk's own breaks: Q loaded before the item's last S, buffer 1 freed at the
-    # item's last P . V (under the staged O), freed before the other WG's copy-out ends,
-    # Q freed after the first half's wait instead of after S.
-    for broken in ("skip_q_free_wait", "undeferred_free", "no_final_sync", "early_q_free"):
+    # The walk's own breaks: Q loaded before the item's last S, Q freed after the first
+    # half's wait instead of after S.
+    for broken in ("skip_q_free_wait", "early_q_free"):
         try:
             for walk in WALKS[1:]:
                 for seed in range(300):
@@ -262,7 +226,7 @@ def main():
         print(f"FAIL: the model does not catch {broken} (walking)")
         return 1
     print("bf16m protocol model: no deadlock, no parity aliasing, no early refill, every row set read for the pair "
-          "it holds, no O staged over a tile still needed (BF16 and raw rows, 1-8 tiles, 300 schedules each; "
+          "it holds (BF16 and raw rows, 1-8 tiles, 300 schedules each; "
           "walking CTAs, 200 each); deliberate breaks caught")
     return 0
 

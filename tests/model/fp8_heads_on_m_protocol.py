@@ -9,12 +9,11 @@ named barriers (both take the pair's max after one barrier), modelled as the har
 random interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied
 by a phase other than the one it means (parity aliasing), that nothing is read before it
 is written for that pair (K, row mask, V, P, max), that nothing is overwritten while a
-reader still needs it, and that the epilogue stages O over the tiles only once nobody
-needs them. Both launch forms: one item per CTA, and the walk (kWalk), where the
-producer hands the consumers item after item (item slot, Q through cp.async, q_free
-after the item's last S), pairs and barrier phases run on across items, and the epilogue
-stages O over V^T and P while the producer already copies the next item's K (the last
-pair's V^T is freed after the epilogue's final barrier). It then breaks the protocol on
+reader still needs it. (The epilogue keeps O in registers: it touches no tile.) Both
+launch forms: one item per CTA, and the walk (kWalk), where the producer hands the
+consumers item after item (item slot, Q through cp.async, q_free after the item's last
+S), pairs and barrier phases run on across items, and the producer copies and transposes
+the next item's first pair while the consumers finish the item. It then breaks the protocol on
 purpose and checks that each break is caught, so that the check itself can fail. Not modelled: the order among the
 producer's own threads (fill's kProducer barrier) and the proxy fences.
 
@@ -31,8 +30,7 @@ TRANSPOSES = [(0, 0), (1, 1), (1, 0), (0, 1)]  # (buffer, half) in the producer'
 
 
 def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False,
-        early_k_free=False, early_stage=False, skip_q_free_wait=False, undeferred_v_free=False,
-        no_final_sync=False):
+        early_k_free=False, skip_q_free_wait=False):
     """ntiles: one item's tiles; walk: the tile counts of the items a walking CTA takes."""
     rnd = random.Random(seed)
     items = walk or [ntiles]
@@ -40,7 +38,6 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
     pairs = sum(item_pairs)
     item_ready = [MBar(2) for _ in range(2)]  # [slot]: the item written, its Q landed
     q_free = MBar(2)                          # both WGs: the item's last S done
-    copying_out = set()                       # WGs reading the staged rows
     k_ready = [MBar(2) for _ in range(4)]  # [buf*2+half]: the row-address arrival, the copies' landing
     v_ready = [MBar(1) for _ in range(4)]  # [buf*2+half]: transposed
     k_free = [MBar(1) for _ in range(2)]   # [buf]: WG buf's S and row-mask read done
@@ -125,7 +122,6 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
                 yield wait(k_ready[s], k, k & 1)
                 if not skip_v_free_wait:
                     yield wait(v_free[s], k - 1, (k & 1) ^ 1)
-                assert not copying_out, f"the producer writes V^T {b, h} while {sorted(copying_out)} copy O out of it"
                 read(('K', b, h), k, "producer", end=False)
                 write(('V', b, h), k, 'writing', {f"wg{h}"})
                 yield ok
@@ -158,20 +154,6 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
         if not early_k_free:
             k_free[b].arrive()
 
-    def epilogue(me):  # finish(): O's rows staged (over Q and the tiles; walking, over V^T and P), copied out
-        if not early_stage:
-            yield sync("consumers", me)  # the row sums written: both WGs past their last P . V
-            yield sync("consumers", me)  # the heads' scales
-        under = [('V', b, h) for b in (0, 1) for h in (0, 1)] + ([('P', 0), ('P', 1)] if walk else
-                                                                    [('K', b, h) for b in (0, 1) for h in (0, 1)])
-        for res in under:
-            assert not readers.get(res), f"{me} stages O over {res} while {sorted(readers[res])} still need it"
-            assert data.get(res, (0, 'ready'))[1] == 'ready', f"{me} stages O over {res} while it is written"
-        yield sync("consumers", me)  # staged: the stores out read the rows
-        copying_out.add(me)
-        yield ok
-        copying_out.discard(me)
-
     def consumer(w):  # Consumer::run of WG w: scores buffer w, owns V half w of both buffers
         me, own, other = f"wg{w}", w, 1 - w
         k = 0
@@ -185,15 +167,10 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
                 last = _ == n - 1
                 yield from pair(k, j, last, w, me, own, other)
                 k += 1
-            yield from epilogue(me)
-            if walk and not undeferred_v_free:
-                if not no_final_sync:
-                    yield sync("consumers", me)  # every staged row read: V^T and P are free
-                v_free[2 * own + w].arrive()
-                v_free[2 * other + w].arrive()
+            yield sync("consumers", me)  # finish(): the row sums written
+            yield sync("consumers", me)  # the heads' scales; O goes out from registers
 
     def pair(k, j, last, w, me, own, other):  # pair k (item j's last when `last`)
-        deferred = walk and last and not undeferred_v_free
         yield from score(own, k, me, j, last)
         if walk and last:
             q_free.arrive()
@@ -214,13 +191,12 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
         read(('P', other), k, me, end=False)
         yield ok
         read(('V', own, w), k, me)  # wgmma_wait<1>
-        if not (early_v_free and w == 0) and not deferred:
+        if not (early_v_free and w == 0):
             v_free[2 * own + w].arrive()
         yield ok
         read(('V', other, w), k, me)  # wgmma_wait<0>
         read(('P', other), k, me)
-        if not deferred:
-            v_free[2 * other + w].arrive()
+        v_free[2 * other + w].arrive()
 
     agents = {"producer": producer(), "wg0": consumer(0), "wg1": consumer(1)}
     interleave(agents, rnd, landing, land)
@@ -240,9 +216,8 @@ def main():
     for walk in WALKS:
         for seed in range(300):
             run(0, seed, walk=walk)
-    breaks = [(b, None) for b in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free",
-                                  "early_stage")]
-    breaks += [(b, [4, 2, 3]) for b in ("skip_q_free_wait", "undeferred_v_free", "no_final_sync")]
+    breaks = [(b, None) for b in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free")]
+    breaks += [(b, [4, 2, 3]) for b in ("skip_q_free_wait",)]
     for broken, walk in breaks:
         try:
             for seed in range(300):
@@ -252,7 +227,7 @@ def main():
         print(f"FAIL: the model does not catch {broken}")
         return 1
     print("fp8m protocol model: no deadlock, no parity aliasing, no early read or overwrite of K, row masks, "
-          "V, P, max, Q or item slots, no O staged over a tile still needed (1-8 tiles, and walks of 1-4 items; "
+          "V, P, max, Q or item slots (1-8 tiles, and walks of 1-4 items; "
           "300 schedules each); deliberate breaks caught")
     return 0
 

@@ -17,8 +17,8 @@ constexpr int kCtas = 1 << 15; // CTAs recorded per launch (the first ones)
 enum Mark {
     kEntry, kGridWaited, kItemFound, kProducerSlots, kProducerFilled, kFirstTransposed, kQLanded, kFirstScored,
     kFirstPairDone, kLastPairStart, kLoopDone, kFinished, kPairs, kEndNs, kSmId, kStartNs,
-    // The heads-on-M epilogue (finish): row sums exchanged, output scales computed, O staged.
-    kEpilogueSums, kEpilogueScales, kEpilogueStaged, kSum0
+    // The heads-on-M epilogue (finish): row sums exchanged, output scales computed, O stored.
+    kEpilogueSums, kEpilogueScales, kEpilogueStored, kSum0
 };
 constexpr int kSums = 16, kMarks = kSum0 + kSums;
 

@@ -24,8 +24,8 @@
 // item, or, for launches over BF16 rows under BF16 queries with many items and no split
 // token, a CTA per SM that walks the items (compiled without the widening): the producer
 // hands the consumers item after item with its Q (loaded once both WGs' last S of the
-// item before is done), pairs run on across items, and the epilogue stages O over buffer
-// 1 and P while the producer already fills buffer 0 for the next item
+// item before is done), pairs run on across items, and the producer fills the next item's
+// first pair during the epilogue, which keeps O in registers
 // (tests/model/bf16_heads_on_m_protocol.py models both forms).
 #pragma once
 #include <cstdint>
@@ -86,10 +86,6 @@ struct Layout {
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 static_assert(sizeof(ItemInfo) <= 64, "item slot");
-// The epilogue stages O over Q and the tiles; a walking CTA over buffer 1 and P (the next
-// item's Q and buffer 0 load meanwhile).
-static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "the epilogue stages O over Q and the tiles");
-static_assert(Layout::kTileOff + Layout::kTileBytes + kStageBytes <= Layout::kScaleOff, "O staged over buffer 1 and P");
 
 // (HandoffSmem's valid bits are fp8m's; bf16m keeps one set per pair parity.)
 struct Shared : HandoffSmem {
@@ -124,13 +120,8 @@ struct Shared : HandoffSmem {
 
 // The order in which the producer fills (and the consumers take) the four halves of a
 // pair: buffer 0's left half first (WG 0's S starts there), buffer 1's right half, then
-// the two halves the other WG's P . V frees last. A walking CTA's first pair of an item
-// after another (kNextItem): buffer 0 first, since buffer 1 holds the staged O until
-// both WGs have copied it out.
-template <bool kNextItem> __device__ constexpr int fill_buf(int f)
-{
-    return kNextItem ? (f < 2 ? 0 : 1) : (f == 0 || f == 2 ? 0 : 1);
-}
+// the two halves the other WG's P . V frees last.
+__device__ constexpr int fill_buf(int f) { return f == 0 || f == 2 ? 0 : 1; }
 __device__ constexpr int fill_half(int f) { return f == 0 || f == 3 ? 0 : 1; }
 
 // ---- producer -------------------------------------------------------------------------
@@ -304,13 +295,13 @@ __device__ inline void publish_rows(const AttentionParams &p, const Shared &sh, 
 
 // One pair's four halves (global pair gk: its row sets and barrier phases), in the fill
 // order; each half once the consumers freed it, published as its copies land.
-template <bool kRaw, bool kNextItem>
+template <bool kRaw>
 __device__ __forceinline__ void fill_pair(const AttentionParams &p, const Shared &sh, int gk, int tid,
                                           uint64_t (&sums)[timeline::kSums])
 {
 #pragma unroll
     for (int f = 0; f < 4; f++) {
-        const int buf = fill_buf<kNextItem>(f), half = fill_half(f), slot = buf * 2 + half;
+        const int buf = fill_buf(f), half = fill_half(f), slot = buf * 2 + half;
         const uint64_t t0 = timeline::now();
         mbar_wait(&sh.free_[slot], (gk & 1) ^ 1);
         const uint64_t t1 = timeline::now();
@@ -349,9 +340,8 @@ __device__ inline void producer_load_q(const AttentionParams &p, const Shared &s
 // kWalk: the CTA walks the items (as fp8m's producer), skipping those without work
 // (writing an empty token's output on the way) and handing each to the consumers with
 // its Q, loaded once both consumer WGs' last S of the item before is done; pairs run on
-// across items (gk counts them for the row sets and the barrier phases), and an item's
-// first pair fills buffer 0 first (buffer 1 holds the previous item's staged O until
-// the consumers free it). Without kWalk: the one item `single`.
+// across items (gk counts them for the row sets and the barrier phases). Without kWalk:
+// the one item `single`.
 template <bool kRaw, bool kWalk>
 __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
@@ -380,10 +370,7 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, con
                 pair_slots(p, cur.w, cur.t, k + 1, tid, next);
             else if (has_next)
                 pair_slots(p, staged.w, staged.t, 0, tid, next);
-            if (kWalk && k == 0 && gk > 0)
-                fill_pair<kRaw, true>(p, sh, gk, tid, sums);
-            else
-                fill_pair<kRaw, false>(p, sh, gk, tid, sums);
+            fill_pair<kRaw>(p, sh, gk, tid, sums);
             if (more || has_next) {
                 const uint64_t t2 = timeline::now();
                 publish_rows(p, sh, gk + 1, next, tid, true);
@@ -529,9 +516,8 @@ struct Consumer {
     }
 
     // One item, its pairs from global pair gk0 on (row sets and barrier phases run on
-    // across a walking CTA's items). kWalk: the item's last S frees Q for the next item's,
-    // O is staged over buffer 1 and P, and buffer 1's last frees wait for both WGs'
-    // copy-out. cycles, phases: timeline builds' sums (see score and kSumSoftmax).
+    // across a walking CTA's items). kWalk: the item's last S frees Q for the next item's.
+    // cycles, phases: timeline builds' sums (see score and kSumSoftmax).
     template <bool kWalk>
     __device__ void run_item(const ItemInfo &it, int gk0, uint64_t (&cycles)[3], uint64_t (&phases)[6]) const
     {
@@ -601,8 +587,7 @@ struct Consumer {
                 accumulate_other(o, other);
                 wgmma_wait<0>();
                 fence_regs(o);
-                if (!kWalk || !last) // walking, the item's last pair: once O is out of buffer 1
-                    mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
+                mbar_arrive(&sh.free_[other * 2 + 0]); // buffer 1, left half: WG 1's S is done too
                 phase(5);
             } else {
                 phase(0);
@@ -624,8 +609,7 @@ struct Consumer {
                 wgmma_wait<1>();
                 fence_regs(o);
                 keep_until_done(pf);
-                if (!kWalk || !last) // walking, the item's last pair: once O is out of buffer 1
-                    mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
+                mbar_arrive(&sh.free_[own * 2 + 1]); // buffer 1, right half
                 wgmma_wait<0>();
                 fence_regs(o);
                 mbar_arrive(&sh.free_[other * 2 + 1]); // buffer 0, right half
@@ -635,13 +619,7 @@ struct Consumer {
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        // A split token's CTA has no other item (a walking launch has no split token).
-        finish(p, sh.epilogue(kWalk ? sh.tile(1) : sh.q), o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid,
-               lane, r0, 1.f);
-        if constexpr (kWalk) {
-            named_barrier(kConsumers, 256); // every staged row read: buffer 1 and P are free
-            mbar_arrive(&sh.free_[wg == 0 ? 2 : 3]); // buffer 1: WG 0 frees its left half, WG 1 its right
-        }
+        finish(p, sh.epilogue(), o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, 1.f);
     }
 
     // kWalk: the items the producer hands over, until it says there are no more; else the

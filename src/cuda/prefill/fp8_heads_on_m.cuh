@@ -25,8 +25,8 @@
 // launches with many items and no split token (prefill): a CTA per SM walks the items
 // (blockIdx.x, + gridDim.x, ...); the producer looks each up, loads its Q once the
 // consumers' last S of the item before is done, and copies its first pair of tiles while
-// they finish that item's last pair and epilogue, which stages O over the V^T and P
-// buffers (the last pair's V^T is freed after it). Walking costs decode batches (one or
+// they finish that item's last pair and epilogue (which keeps O in registers: the last
+// pair's V^T is freed as any other's). Walking costs decode batches (one or
 // two items per CTA) 1-5% (PERF.md, v21), hence the two forms rather than a runtime
 // branch, whose code cost registers (v21b).
 //
@@ -83,11 +83,6 @@ struct Layout {
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
 static_assert(sizeof(ItemInfo) <= 64, "item slot");
-// The epilogue stages a split token's FP32 partials over Q and the tiles (its CTA has no
-// other item), and BF16 output over V^T and P (the next item's Q and first K tiles load
-// meanwhile).
-static_assert(Layout::kQOff == 0 && Layout::kPOff >= kStageBytes, "FP32 stage over Q and the tiles");
-static_assert(Layout::kVOff + kHeads * kStagePitchBf16 <= Layout::kRowOff, "BF16 stage over V^T and P");
 
 struct Shared : HandoffSmem {
     uint8_t *q, *k_tiles, *v_tiles, *p;
@@ -205,7 +200,7 @@ template <int kBy> __device__ inline void load_q(const Shared &sh, const Attenti
 // The producer WG. It walks the CTA's work items, skips those without work (writing an
 // empty token's output on the way) and hands each to the consumers with its Q. Per pair
 // of tiles: each V^T half once its K landed and its owner finished the previous pair's
-// P . V there (after an item's last pair: its epilogue, staged over V^T); then, once each
+// P . V there; then, once each
 // buffer's S is done, the next pair's rows and K copies, which run while the consumers
 // finish this pair. Pairs run on across items (gk counts them for the barrier phases).
 // Slot ids are loaded a pair ahead.
@@ -462,25 +457,16 @@ struct Consumer {
             fence_regs(o);
             keep_until_done(hi);
             keep_until_done(lo);
-            if (!kWalk || !last) // walking, after the last pair: once the epilogue is out of V^T
-                mbar_arrive(&sh.v_free[own * 2 + wg]);
+            mbar_arrive(&sh.v_free[own * 2 + wg]);
             wgmma_wait<0>();
             fence_regs(o);
-            if (!kWalk || !last)
-                mbar_arrive(&sh.v_free[other * 2 + wg]);
+            mbar_arrive(&sh.v_free[other * 2 + wg]);
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstPairDone);
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        // A split token's CTA has no other item (kWalk has no split token).
-        finish(p, sh.epilogue(kWalk && !it.w.split ? sh.v_tiles : sh.q), o, m_run, l, it.t, it.h0, it.split,
-               it.w.split, wg, tid, lane, r0, kPScale);
-        if constexpr (kWalk) {
-            named_barrier(kConsumers, 256); // every staged row read: V^T and P are free
-            mbar_arrive(&sh.v_free[own * 2 + wg]);
-            mbar_arrive(&sh.v_free[other * 2 + wg]);
-        }
+        finish(p, sh.epilogue(), o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, kPScale);
     }
 
     // kWalk: the items the producer hands over, until it says there are no more; else

@@ -312,13 +312,9 @@ __device__ __forceinline__ void q_landed()
     named_barrier(kConsumers, 256);
 }
 
-// The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale,
-// and `stage`, kStageBytes where O's rows are gathered before they are stored out (free
-// once both consumer WGs are past their last P . V: the kernels put it over Q and the
-// tiles).
+// The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale.
 struct EpilogueSmem {
     float *sums, *mfinal, *scale;
-    uint8_t *stage;
 };
 // The shared memory both kernels lay out the same way after their tiles: the max hand-offs
 // ([WG][pair % 2][64]), the row sums ([2 WGs][64]), the final max and output scale ([64]
@@ -340,22 +336,44 @@ struct HandoffSmem {
     // so no slot is rewritten before the pair after next.
     __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
     __device__ uint64_t valid_rows(int buf) const { return *reinterpret_cast<const uint64_t *>(valid + buf * 2); }
-    // The epilogue's part, with O staged at `stage`.
-    __device__ EpilogueSmem epilogue(uint8_t *stage) const { return EpilogueSmem{sums, mfinal, scale, stage}; }
+    // The epilogue's part.
+    __device__ EpilogueSmem epilogue() const { return EpilogueSmem{sums, mfinal, scale}; }
 };
 
-// A staged row per head: 1 KB of BF16 output or partials, plus 16 bytes so that the
-// stores of a warp (8 heads x 4 lanes) fall on distinct banks.
-constexpr int kStagePitchBf16 = 1024 + 16;
-constexpr int kStageBytes = kHeads * kStagePitchBf16;
+// Four BF16x2 words per lane of a quad (lane q: columns 2q, 2q + 1 of four 8-column
+// blocks, w[b] of block b) transposed across the quad: lane q then holds block q's 8
+// columns in order (w[k] from lane k), 16 contiguous bytes. Two exchanges: lanes q and
+// q ^ 2 swap the off-diagonal 2 x 2 blocks, then lanes q and q ^ 1 the off-diagonal
+// words of each (tests/model/quad_transpose.py).
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int lane)
+{
+    const bool hi = lane & 2, lo = lane & 1;
+    uint32_t s0 = hi ? w[0] : w[2], s1 = hi ? w[1] : w[3];
+    s0 = __shfl_xor_sync(0xffffffffu, s0, 2);
+    s1 = __shfl_xor_sync(0xffffffffu, s1, 2);
+    w[0] = hi ? s0 : w[0];
+    w[1] = hi ? s1 : w[1];
+    w[2] = hi ? w[2] : s0;
+    w[3] = hi ? w[3] : s1;
+    s0 = lo ? w[0] : w[1];
+    s1 = lo ? w[2] : w[3];
+    s0 = __shfl_xor_sync(0xffffffffu, s0, 1);
+    s1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+    w[0] = lo ? s0 : w[0];
+    w[2] = lo ? s1 : w[2];
+    w[1] = lo ? w[1] : s0;
+    w[3] = lo ? w[3] : s1;
+}
 
 // Row sums over the quad and both WGs; final scale or partials; WG wg's 256 dims (tid:
 // 0..255 over both consumer WGs). p_scale: the factor P carries (1 for BF16). O goes out
-// through shared memory: every thread stores its values into the heads' staged rows, then
-// the rows go out in coalesced 16-byte stores. (Stored straight to global memory, 64
-// scattered 4-byte stores per thread with their 64-bit addresses took as long as about two
-// pairs of tiles: the profile of v6.1. One bulk copy per row, issued by 64 threads, is a
-// loop of 32 serial issues in each of two warps, about 7% of v9's stall samples.)
+// from registers: each quad transposes its rows' words so that a lane stores 16
+// contiguous bytes (a warp's store: 8 rows x 64 bytes, whole sectors). No shared memory
+// holds O, so the tiles are free once the last P . V has read them: a walking CTA's
+// producer refills them during the epilogue. (Staged through shared memory, O held a
+// buffer until its copy-out, ~2800 cycles an item, which the ablation of session 20 put
+// at 4-10% of prefill; stored straight from the accumulators' layout, 64 scattered 4-byte
+// stores a thread took as long as about two pairs of tiles, v6.1.)
 __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, float (&o)[128],
                               const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
                               bool split_token, int wg, int tid, int lane, int r0, float p_scale)
@@ -382,37 +400,36 @@ __device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, 
     if (tid == 0)
         timeline::mark(timeline::kEpilogueScales);
     const float f[2] = {sh.scale[r0], sh.scale[r0 + 8]};
-    const int col0 = 256 * wg + acc_col(0, lane); // acc_col(i, lane) - col0 depends on i alone
-    uint8_t *row = sh.stage + r0 * kStagePitchBf16 + col0 * 2;
-#pragma unroll
-    for (int i = 0; i < 128; i += 2) {
-        const int r = (i % 4) / 2, d = acc_col(i, lane) - acc_col(0, lane);
-        *reinterpret_cast<__nv_bfloat162 *>(row + 8 * r * kStagePitchBf16 + d * 2) =
-            __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
-    }
-    named_barrier(kConsumers, 256);
-    if (tid == 0)
-        timeline::mark(timeline::kEpilogueStaged);
-    // Out in 16-byte stores, consecutive threads on consecutive chunks of the staged rows:
-    // the 64 heads' rows are contiguous in `out`; a split token's partial rows are
-    // splits x 1 KB apart.
-    constexpr int kChunks = 1024 / 16; // per row
+    // Head r0 + 8r's row: the 64 heads' rows are contiguous in `out`; a split token's
+    // partial rows are splits x 512 values apart.
+    uint16_t *base;
+    int64_t head_stride;
     if (split_token) {
-        uint16_t *base = p.partial_o + partial_index(p, t, h0, split) * 512;
-        const int64_t head_stride = int64_t(p.splits) * 512;
-#pragma unroll 8
-        for (int c = tid; c < kHeads * kChunks; c += 256) {
-            const int r = c / kChunks, x = c % kChunks;
-            *reinterpret_cast<uint4 *>(base + r * head_stride + 8 * x) =
-                *reinterpret_cast<const uint4 *>(sh.stage + r * kStagePitchBf16 + 16 * x);
-        }
+        base = p.partial_o + partial_index(p, t, h0, split) * 512;
+        head_stride = int64_t(p.splits) * 512;
     } else {
-        uint8_t *base = reinterpret_cast<uint8_t *>(p.out + t * p.out_token_stride + int64_t(h0) * 512);
-#pragma unroll 8
-        for (int c = tid; c < kHeads * kChunks; c += 256)
-            *reinterpret_cast<uint4 *>(base + 16 * c) =
-                *reinterpret_cast<const uint4 *>(sh.stage + (c / kChunks) * kStagePitchBf16 + 16 * (c % kChunks));
+        base = p.out + t * p.out_token_stride + int64_t(h0) * 512;
+        head_stride = 512;
     }
+    base += 256 * wg + 8 * (lane % 4);
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        uint16_t *row = base + (r0 + 8 * r) * head_stride;
+#pragma unroll
+        for (int g = 0; g < 8; g++) { // 8-column blocks 4g .. 4g + 3 (accumulators 16g ..)
+            uint32_t w[4];
+#pragma unroll
+            for (int b = 0; b < 4; b++) {
+                const int i = 16 * g + 4 * b + 2 * r;
+                const __nv_bfloat162 v = __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
+                w[b] = *reinterpret_cast<const uint32_t *>(&v);
+            }
+            quad_transpose(w, lane);
+            *reinterpret_cast<uint4 *>(row + 32 * g) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+    if (tid == 0)
+        timeline::mark(timeline::kEpilogueStored);
 }
 
 } // namespace heads_on_m
