@@ -25,10 +25,10 @@
 // launches with many items and no split token (prefill): a CTA per SM walks the items
 // (blockIdx.x, + gridDim.x, ...); the producer looks each up, loads its Q once the
 // consumers' last S of the item before is done, and copies its first pair of tiles while
-// they finish that item's last pair and epilogue (which keeps O in registers: the last
-// pair's V^T is freed as any other's). Walking costs decode batches (one or
-// two items per CTA) 1-5% (PERF.md, v21), hence the two forms rather than a runtime
-// branch, whose code cost registers (v21b).
+// they finish that item's last pair and epilogue (which keeps O in registers, so the last
+// pair's V^T is freed as any other's). Walking costs decode batches (one or two items per
+// CTA) 1-5% (PERF.md, v21), hence the two forms rather than a runtime branch, whose code
+// cost registers (v21b).
 //
 // Every 64- or 128-head FP8 problem takes this kernel, whatever the batch, and each head's
 // arithmetic is fixed, so outputs do not depend on the batch or the segmentation.
@@ -200,9 +200,8 @@ template <int kBy> __device__ inline void load_q(const Shared &sh, const Attenti
 // The producer WG. It walks the CTA's work items, skips those without work (writing an
 // empty token's output on the way) and hands each to the consumers with its Q. Per pair
 // of tiles: each V^T half once its K landed and its owner finished the previous pair's
-// P . V there; then, once each
-// buffer's S is done, the next pair's rows and K copies, which run while the consumers
-// finish this pair. Pairs run on across items (gk counts them for the barrier phases).
+// P . V there; then, once each buffer's S is done, the next pair's rows and K copies,
+// which run while the consumers finish this pair. Pairs run on across items (gk counts them for the barrier phases).
 // Slot ids are loaded a pair ahead.
 // Without kWalk: the one item `single`, no hand-over.
 template <bool kWalk> __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
