@@ -19,8 +19,9 @@
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets, the gather ceilings (bench_gather), the
-#               widening's cycles (bench_widen) and the tensor core's rate on the kernels'
-#               wgmma shapes (bench_wgmma; all three also in full)
+#               widening's cycles (bench_widen), the tensor core's rate on the kernels'
+#               wgmma shapes (bench_wgmma) and one SM's write of an item's output
+#               (bench_store; all four also in full)
 #     timeline  a diagnostic build (-DSMLA_TIMELINE=ON, build-timeline/) records the
 #               per-CTA phase timestamps of fp8m, bf16m and the split-KV combine over the
 #               flashmla-shapes (FP8, BF16), the decode presets (fp8; fp8_ds_mla against
@@ -108,13 +109,13 @@ if [ "$mode" = ab ]; then
     done
 fi
 step configure cmake -S "$root" -B "$build" -DSMLA_CUDA=ON -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan bench_gather bench_widen bench_wgmma || {
+    step build cmake --build "$build" -j "$jobs" --target smla smla_cli gpu-tests bench_plan bench_gather bench_widen bench_wgmma bench_store || {
     cat "$summary"; tail -40 "$out/build.log" "$out/configure.log"; exit 1; }
 smla=$build/smla
 # The gather ceilings do not depend on smla's kernels: measured before the smoke check.
 case $mode in full | dsmla)
     step bench_gather "$build/bench/bench_gather" && step bench_widen "$build/bench/bench_widen" &&
-        step bench_wgmma "$build/bench/bench_wgmma" ;;
+        step bench_wgmma "$build/bench/bench_wgmma" && step bench_store "$build/bench/bench_store" ;;
 esac
 # A small `smla check` first: a broken kernel stops the run here, in seconds.
 if [ "$mode" != soak ] && [ "$mode" != timeline ]; then
