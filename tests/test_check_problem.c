@@ -65,6 +65,10 @@ static void check_one(smla_context *ctx, const smla_check_config *cfg, smla_tool
         CHECK(r.padding_written == 1 && !smla_check_passed(&r, 1e-2));
     }
     free(copy);
+    /* A split set after the draw: the arguments and the description say it. */
+    smla_check_problem_set_split(&p, SMLA_SPLIT_FIXED);
+    CHECK(p.args.split == SMLA_SPLIT_FIXED && strstr(p.description, " split=fixed") &&
+          !strstr(p.description, "split=auto") && !strstr(p.description, "split=none"));
     smla_check_problem_free(&p);
 }
 

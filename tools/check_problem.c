@@ -230,6 +230,11 @@ static smla_status make_query_and_outputs(smla_check_problem *p, smla_tool_rng *
     return SMLA_OK;
 }
 
+static const char *split_name(smla_split_mode split)
+{
+    return split == SMLA_SPLIT_AUTO ? "auto" : split == SMLA_SPLIT_FIXED ? "fixed" : "none";
+}
+
 smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *rng,
                                     smla_check_problem *p)
 {
@@ -271,9 +276,17 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
              a->extra_indices.data && a->extra_indices.data == (int32_t *)a->swa_indices.data + wswa ? " (shared)" : "",
              has_extra ? smla_kv_format_name(c->extra_format) : "none", wext,
              a->extra_lens.data ? "+lens" : "", a->window, p->num_requests, a->sinks.data ? "yes" : "no",
-             a->split == SMLA_SPLIT_AUTO ? "auto" : a->split == SMLA_SPLIT_FIXED ? "fixed" : "none");
+             split_name(a->split));
     smla_check_problem_poison(p);
     return SMLA_OK;
+}
+
+void smla_check_problem_set_split(smla_check_problem *p, smla_split_mode split)
+{
+    p->args.split = split;
+    char *at = strstr(p->description, " split=");
+    if (at)
+        snprintf(at, sizeof p->description - (size_t)(at - p->description), " split=%s", split_name(split));
 }
 
 void smla_check_problem_poison(const smla_check_problem *p)

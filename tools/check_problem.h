@@ -47,6 +47,9 @@ typedef struct smla_check_problem {
 
 smla_status smla_check_problem_make(const smla_check_config *config, smla_tool_rng *rng,
                                     smla_check_problem *problem);
+/* The problem's split mode, drawn at random by make, set to `split` (the description
+ * follows). */
+void smla_check_problem_set_split(smla_check_problem *problem, smla_split_mode split);
 /* Refills out and lse with the poison. */
 void smla_check_problem_poison(const smla_check_problem *problem);
 void smla_check_problem_free(smla_check_problem *problem);

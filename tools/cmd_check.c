@@ -214,7 +214,7 @@ static smla_check_problem token_slice(const smla_check_problem *p, int64_t first
  * walks on any GPU of up to kWalkItems / 2 SMs), then the same tokens in launches of
  * kSliceTokens (at most 128 items: per item on any GPU of 64 SMs or more). Without
  * positions and with split NONE, every token's items are the same whatever else the
- * launch holds. (The problem's description names the split it was drawn with.) */
+ * launch holds. */
 static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo kv, smla_tool_rng *rng)
 {
     enum { kWalkItems = 640, kSliceTokens = 64 };
@@ -223,7 +223,7 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
-    p.args.split = SMLA_SPLIT_NONE;
+    smla_check_problem_set_split(&p, SMLA_SPLIT_NONE);
     output_copy whole, sliced;
     int bad = output_alloc(&p, &whole) | output_alloc(&p, &sliced);
     bad = bad || run_gpu(ctx, &p, 0, 0, whole.out, whole.lse);
@@ -253,7 +253,7 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
-    p.args.split = SMLA_SPLIT_FIXED;
+    smla_check_problem_set_split(&p, SMLA_SPLIT_FIXED);
     output_copy a, b, c, d;
     int bad = output_alloc(&p, &a) | output_alloc(&p, &b) | output_alloc(&p, &c) | output_alloc(&p, &d);
     bad = bad || run_gpu(ctx, &p, 0, 0, a.out, a.lse) || run_gpu(ctx, &p, 0, 0, b.out, b.lse) ||
