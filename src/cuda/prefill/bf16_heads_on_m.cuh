@@ -366,12 +366,9 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, con
         const int pairs = (cur.w.ntiles + 1) / 2;
         for (int k = 0; k < pairs; k++, gk++) {
             const bool more = k + 1 < pairs;
-            if (more)
-                pair_slots(p, cur.w, cur.t, k + 1, tid, next);
-            else if (has_next)
-                pair_slots(p, staged.w, staged.t, 0, tid, next);
+            const bool another = next_pair_slots(p, cur, k, pairs, has_next, staged, tid, next);
             fill_pair<kRaw>(p, sh, gk, tid, sums);
-            if (more || has_next) {
+            if (another) {
                 const uint64_t t2 = timeline::now();
                 publish_rows(p, sh, gk + 1, next, tid, true);
                 sums[kSumRows] += timeline::now() - t2;
@@ -619,7 +616,7 @@ struct Consumer {
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        finish(p, sh.epilogue(), o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, 1.f);
+        finish(p, sh, o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, 1.f);
     }
 
     // kWalk: the items the producer hands over, until it says there are no more; else the

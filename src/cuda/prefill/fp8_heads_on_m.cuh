@@ -247,10 +247,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         const int pairs = (cur.w.ntiles + 1) / 2;
         for (int k = 0; k < pairs; k++, gk++) {
             const bool more = k + 1 < pairs;
-            if (more)
-                pair_slots(p, cur.w, cur.t, k + 1, tid, next);
-            else if (has_next)
-                pair_slots(p, staged.w, staged.t, 0, tid, next);
+            const bool another = next_pair_slots(p, cur, k, pairs, has_next, staged, tid, next);
 #pragma unroll
             for (int x = 0; x < 4; x++) {
                 const int b = transpose_buf(x), h = transpose_half_of(x);
@@ -270,7 +267,7 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
             }
             if (kWalk && !more) // the item's tiles are all transposed: the next item (or the end)
                 walk.hand_over(!has_next, load_item_q);
-            if (more || has_next) {
+            if (another) {
 #pragma unroll
                 for (int b = 0; b < 2; b++) {
                     const uint64_t t0 = timeline::now();
@@ -465,7 +462,7 @@ struct Consumer {
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        finish(p, sh.epilogue(), o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, kPScale);
+        finish(p, sh, o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, kPScale);
     }
 
     // kWalk: the items the producer hands over, until it says there are no more; else

@@ -286,6 +286,20 @@ template <class Smem> struct ItemWalk {
     }
 };
 
+// The slot ids of the pair after pair k of item `cur` (of `pairs`), into `next`: its pair
+// k + 1, or, after its last, the staged next item's first (has_next: a walking producer);
+// false when there is none.
+__device__ __forceinline__ bool next_pair_slots(const AttentionParams &p, const ItemInfo &cur, int k, int pairs,
+                                                bool has_next, const ItemInfo &staged, int tid,
+                                                EntrySlot (&next)[2])
+{
+    if (k + 1 < pairs)
+        pair_slots(p, cur.w, cur.t, k + 1, tid, next);
+    else if (has_next)
+        pair_slots(p, staged.w, staged.t, 0, tid, next);
+    return k + 1 < pairs || has_next;
+}
+
 // The wgmmas read their register operands (A fragments) asynchronously: this keeps the
 // compiler from reusing those registers before the wait that ends them.
 template <int N> __device__ __forceinline__ void keep_until_done(const uint4 (&a)[N])
@@ -312,10 +326,6 @@ __device__ __forceinline__ void q_landed()
     named_barrier(kConsumers, 256);
 }
 
-// The epilogue's shared memory: [2 WGs][64] row sums, [64] final max, [64] output scale.
-struct EpilogueSmem {
-    float *sums, *mfinal, *scale;
-};
 // The shared memory both kernels lay out the same way after their tiles: the max hand-offs
 // ([WG][pair % 2][64]), the row sums ([2 WGs][64]), the final max and output scale ([64]
 // each) and the row masks ([buf][64 bits]). Each kernel's view of its shared memory
@@ -336,33 +346,30 @@ struct HandoffSmem {
     // so no slot is rewritten before the pair after next.
     __device__ float *handoff(int wg, int k) const { return max_handoff + (wg * 2 + (k & 1)) * kHeads; }
     __device__ uint64_t valid_rows(int buf) const { return *reinterpret_cast<const uint64_t *>(valid + buf * 2); }
-    // The epilogue's part.
-    __device__ EpilogueSmem epilogue() const { return EpilogueSmem{sums, mfinal, scale}; }
 };
 
+// One exchange of quad_transpose with lane ^ kMask: a lane whose `first` is set sends
+// its words i0, i1 and takes its partner's into them; the partner does so with j0, j1.
+template <int kMask>
+__device__ __forceinline__ void quad_exchange(uint32_t (&w)[4], bool first, int i0, int i1, int j0, int j1)
+{
+    uint32_t s0 = first ? w[i0] : w[j0], s1 = first ? w[i1] : w[j1];
+    s0 = __shfl_xor_sync(0xffffffffu, s0, kMask);
+    s1 = __shfl_xor_sync(0xffffffffu, s1, kMask);
+    w[i0] = first ? s0 : w[i0];
+    w[i1] = first ? s1 : w[i1];
+    w[j0] = first ? w[j0] : s0;
+    w[j1] = first ? w[j1] : s1;
+}
 // Four BF16x2 words per lane of a quad (lane q: columns 2q, 2q + 1 of four 8-column
 // blocks, w[b] of block b) transposed across the quad: lane q then holds block q's 8
-// columns in order (w[k] from lane k), 16 contiguous bytes. Two exchanges: lanes q and
-// q ^ 2 swap the off-diagonal 2 x 2 blocks, then lanes q and q ^ 1 the off-diagonal
-// words of each (tests/model/quad_transpose.py).
+// columns in order (w[k] from lane k), 16 contiguous bytes. Lanes q and q ^ 2 swap the
+// off-diagonal 2 x 2 blocks, then lanes q and q ^ 1 the off-diagonal words of each
+// (tests/model/quad_transpose.py).
 __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int lane)
 {
-    const bool hi = lane & 2, lo = lane & 1;
-    uint32_t s0 = hi ? w[0] : w[2], s1 = hi ? w[1] : w[3];
-    s0 = __shfl_xor_sync(0xffffffffu, s0, 2);
-    s1 = __shfl_xor_sync(0xffffffffu, s1, 2);
-    w[0] = hi ? s0 : w[0];
-    w[1] = hi ? s1 : w[1];
-    w[2] = hi ? w[2] : s0;
-    w[3] = hi ? w[3] : s1;
-    s0 = lo ? w[0] : w[1];
-    s1 = lo ? w[2] : w[3];
-    s0 = __shfl_xor_sync(0xffffffffu, s0, 1);
-    s1 = __shfl_xor_sync(0xffffffffu, s1, 1);
-    w[0] = lo ? s0 : w[0];
-    w[2] = lo ? s1 : w[2];
-    w[1] = lo ? w[1] : s0;
-    w[3] = lo ? w[3] : s1;
+    quad_exchange<2>(w, lane & 2, 0, 1, 2, 3);
+    quad_exchange<1>(w, lane & 1, 0, 2, 1, 3);
 }
 
 // Row sums over the quad and both WGs; final scale or partials; WG wg's 256 dims (tid:
@@ -374,7 +381,7 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int lane)
 // buffer through its copy-out, and fp8m's next item waited for its V^T: v81, +2-4% on FP8
 // prefill. Stored straight from the accumulators' layout, 64 scattered 4-byte stores a
 // thread took as long as about two pairs of tiles, v6.1.)
-__device__ inline void finish(const AttentionParams &p, const EpilogueSmem &sh, float (&o)[128],
+__device__ inline void finish(const AttentionParams &p, const HandoffSmem &sh, float (&o)[128],
                               const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
                               bool split_token, int wg, int tid, int lane, int r0, float p_scale)
 {
