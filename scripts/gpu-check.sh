@@ -5,7 +5,8 @@
 #     full      GPU tests, smla check, demo, all bench presets, the cap sweep, the decode
 #               presets per split mode, staging vs direct over fp8_ds_mla (default)
 #     quick     GPU tests, a short smla check, demo, the flashmla-shapes bench, staging
-#               vs direct on v41-flash-tp1
+#               vs direct on v41-flash-tp1 (~7-8 minutes with the build; the GPU tests
+#               alone ~3, gpu_test_determinism 108 s of them, session 21)
 #     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
 #               and racecheck; initcheck over the plan's buffers); SANITIZE_TESTS=0
 #               leaves out the per-test runs
@@ -36,8 +37,9 @@
 #               A, b, c, ... twice (AB_ROUNDS=N: N times). `::` separates several bench
 #               argument lists; the tables come last (scripts/ab_table.py: best of the
 #               rounds, change against A). AB_DETERMINISM=1 also runs
-#               `gpu_test_determinism --runs 2` on every tree (about 30 s each),
-#               AB_TESTS=1 every GPU test but the soak (about 50 s each); a tree must
+#               `gpu_test_determinism --runs 2` on every tree (about 45 s each),
+#               AB_TESTS=1 every GPU test but the soak (about 50 s each, beside the
+#               smoke check's 60-75 s); a tree must
 #               pass them to be benched.
 # Exit status: non-zero when any step failed.
 set -u
@@ -162,9 +164,10 @@ racecheck_expect_misread() {
 
 if [ "$mode" = sanitize ]; then
     # Every kernel on small problems first (smla check covers all head counts, caches and
-    # query types; ~3 minutes under racecheck); then each GPU test. Racecheck skips
+    # query types; ~6 minutes under racecheck, session 21); then each GPU test. Racecheck skips
     # gpu_test_determinism and gpu_test_soak: their large batches take over 8 minutes
-    # there, and their kernels are the ones check covers. About 8 minutes in all.
+    # there, and their kernels are the ones check covers. Over 10 minutes in all: run it
+    # with SANITIZE_TESTS=0 within one device call.
     # racecheck misreads one ordered exchange: a shared write, bar.arrive, then the read
     # after the matching bar.sync (PTX ISA 8.9.4: the arrive synchronizes with the sync).
     # The probe, race-free by construction, checks that this is still so: it passes while
@@ -184,7 +187,8 @@ if [ "$mode" = sanitize ]; then
 fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] || [ "$mode" = timeline ] && break
-    # SANITIZE_TESTS=0: the kernels under `smla check` only (about 4 minutes).
+    # SANITIZE_TESTS=0: the kernels under `smla check` only (about 8-9 minutes: the smoke
+    # check 60 s, racecheck 373 s and memcheck ~70 s in session 21).
     [ "$mode" = sanitize ] && [ "${SANITIZE_TESTS:-1}" = 0 ] && break
     if [ "$mode" = sanitize ]; then
         read -ra args <<<"$(sanitize_args "$t")"
