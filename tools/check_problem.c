@@ -281,6 +281,7 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
     return SMLA_OK;
 }
 
+/* The split is the description's last field (smla_check_problem_make): rewritten in place. */
 void smla_check_problem_set_split(smla_check_problem *p, smla_split_mode split)
 {
     p->args.split = split;

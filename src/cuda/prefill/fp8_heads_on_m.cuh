@@ -201,9 +201,9 @@ template <int kBy> __device__ inline void load_q(const Shared &sh, const Attenti
 // empty token's output on the way) and hands each to the consumers with its Q. Per pair
 // of tiles: each V^T half once its K landed and its owner finished the previous pair's
 // P . V there; then, once each buffer's S is done, the next pair's rows and K copies,
-// which run while the consumers finish this pair. Pairs run on across items (gk counts them for the barrier phases).
-// Slot ids are loaded a pair ahead.
-// Without kWalk: the one item `single`, no hand-over.
+// which run while the consumers finish this pair. Pairs run on across items (gk counts
+// them for the barrier phases). Slot ids are loaded a pair ahead. Without kWalk: the one
+// item `single`, no hand-over.
 template <bool kWalk> __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
     ItemWalk<Shared> walk(p, sh, tid);
