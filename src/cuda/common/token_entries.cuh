@@ -227,6 +227,9 @@ __device__ inline bool work_item(const AttentionParams &p, int64_t t, Lookup how
 // goes to *scale_row (when given). Kernels that compute in BF16 convert tagged rows.
 constexpr uint64_t kRowE4M3 = 1, kRowDsMla = 2, kRowTags = 3;
 
+// fp8_ds_mla rows: 28 16-byte chunks of E4M3 NoPE data, then 8 chunks of BF16 RoPE.
+constexpr int kDsNopeChunks = SMLA_DS_MLA_NOPE / 16, kDsRopeChunks = SMLA_DS_MLA_ROPE * 2 / 16;
+
 // The slot id of entry e of token t (one global load) and its pool, split from the
 // address computation so that kernels can issue the load early and use it late.
 struct EntrySlot {

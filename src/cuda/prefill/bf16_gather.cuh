@@ -34,9 +34,6 @@ __device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, 
     *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = hi;
 }
 
-// fp8_ds_mla rows: 28 16-byte chunks of E4M3 NoPE data, then 8 chunks of BF16 RoPE.
-constexpr int kDsNopeChunks = SMLA_DS_MLA_NOPE / 16, kDsRopeChunks = SMLA_DS_MLA_ROPE * 2 / 16;
-
 // Where raw rows land in a BF16 tile of `rows` rows: raw (E4M3) chunk j of the row at
 // `data` at BF16 chunk 2j, to be widened in place; fp8_ds_mla RoPE chunk k at BF16 chunk
 // 2 * 28 + k, where it is used.

@@ -22,6 +22,15 @@
 // planes, hi + lo, of p * 256 (the factor keeps p >= 2^-14 out of the subnormals) and
 // both are multiplied.
 // Every head is computed alone, so the result depends neither on kHT nor on the batch.
+//
+// fp8_ds_mla rows (kDs; 8 or 16 heads per WG): the rows land as they lie (448 E4M3 NoPE
+// values, 64 BF16 RoPE values, 7 UE8M0 block scales). S takes the NoPE dims on FP8 wgmma,
+// each K step's fresh accumulators times its block's scale per entry, and the RoPE dims as
+// four chained BF16 steps (Q's RoPE widened to BF16 once per item). P . V runs on BF16
+// wgmma: the V^T fragments are the rows' values times their block scale, widened to BF16
+// in registers (exact), and P is one BF16 plane, so the block scale, which varies along
+// wgmma's K (the entries), is applied where each value is read. BF16 P . V does the same
+// tensor work as the two E4M3 planes.
 #pragma once
 #include <cstdint>
 
@@ -42,35 +51,49 @@ constexpr float kPScale = 256.0f;
 // WGs work on one token (kShared: two head groups of it), to the CTA: each WG then copies
 // half of every tile's rows, each row is fetched once for both, and the memory saved
 // holds four stages instead of two.
-template <int kHT, bool kShared> struct Layout {
+template <int kHT, bool kShared, bool kDs> struct Layout {
     // Stages: as many as shared memory holds (two WGs of 16 heads fit three each).
-    static constexpr int kStages = kShared ? 4 : kHT == 16 ? 3 : 2;
-    static constexpr int kTileBytes = kRows * 512;
+    static constexpr int kStages = kShared ? 4 : kHT == 16 && !kDs ? 3 : 2;
+    // fp8_ds_mla: tile_offset columns 0-447 hold the NoPE bytes, 512-639 the RoPE values
+    // (BF16), then the rows' scale bytes (8 each), padded so that tiles stay 1 KB aligned.
+    static constexpr int kScaleOff = kRows * 640;
+    static constexpr int kTileBytes = kDs ? kScaleOff + 1024 : kRows * 512;
     static constexpr int kRowSlots = kStages + 1;                   // row-address ring
-    static constexpr int kTilesBytes = (kStages * kTileBytes + kRowSlots * kRows * 8 + 1023) / 1024 * 1024;
+    static constexpr int kRings = kDs ? 2 : 1;                      // row and scale-row addresses
+    static constexpr int kTilesBytes = (kStages * kTileBytes + kRings * kRowSlots * kRows * 8 + 1023) / 1024 * 1024;
     static constexpr int kRowInfoOff = kStages * kTileBytes;        // within the tiles' part
+    static constexpr int kScaleRowOff = kRowInfoOff + kRowSlots * kRows * 8;
     // One WG's own part.
     static constexpr int kQBytes = kHT * 512;
     static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
-    static constexpr int kColOff = kPOff + 2 * kPPlane;            // [2 tiles][4 warps][HT]
+    // fp8_ds_mla: P is one BF16 plane ([HT rows][128 B]) in the planes' place; Q's RoPE
+    // dims in BF16 ([HT rows][128 B]) follow.
+    static constexpr int kQRopeOff = kPOff + 2 * kPPlane;
+    static constexpr int kColOff = kQRopeOff + (kDs ? kHT * 128 : 0); // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
     static constexpr int kOwnBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
     static constexpr int kWGBytes = kShared ? kOwnBytes : kTilesBytes + kOwnBytes;
 };
 
-// WGs per CTA: as many as shared memory holds (three only with 8 heads, never shared).
-template <int kHT> constexpr int wgs_per_cta() { return kHT >= 16 ? 2 : 3; }
-template <int kHT, bool kShared> constexpr int smem_bytes()
+// WGs per CTA: as many as shared memory holds (three only with 8 heads over `fp8` rows,
+// never shared).
+template <int kHT, bool kDs> constexpr int wgs_per_cta() { return kHT >= 16 || kDs ? 2 : 3; }
+template <int kHT, bool kShared, bool kDs> constexpr int smem_bytes()
 {
-    using L = Layout<kHT, kShared>;
-    return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kHT>() * L::kWGBytes + 1024;
+    using L = Layout<kHT, kShared, kDs>;
+    return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kHT, kDs>() * L::kWGBytes + 1024;
 }
-static_assert(smem_bytes<8, false>() <= 227 * 1024 && smem_bytes<16, false>() <= 227 * 1024 &&
-                  smem_bytes<32, false>() <= 227 * 1024 && smem_bytes<16, true>() <= 227 * 1024 &&
-                  smem_bytes<32, true>() <= 227 * 1024,
+// Heads per WG over fp8_ds_mla rows: at most 16 (32 would leave two WGs of one token too
+// few stages).
+constexpr int kDsMaxHeads = 16;
+static_assert(smem_bytes<8, false, false>() <= 227 * 1024 && smem_bytes<16, false, false>() <= 227 * 1024 &&
+                  smem_bytes<32, false, false>() <= 227 * 1024 && smem_bytes<16, true, false>() <= 227 * 1024 &&
+                  smem_bytes<32, true, false>() <= 227 * 1024 && smem_bytes<8, false, true>() <= 227 * 1024 &&
+                  smem_bytes<16, false, true>() <= 227 * 1024 && smem_bytes<8, true, true>() <= 227 * 1024 &&
+                  smem_bytes<16, true, true>() <= 227 * 1024,
               "shared memory per CTA");
 
 // Position in the O^T wgmma's K order of tile row r (see the header comment).
@@ -80,8 +103,9 @@ __device__ __forceinline__ int k_of_row(int r)
     return step * 32 + (rr & 1) * 16 + (rr / 2) * 4 + i;
 }
 
-template <int kHT, bool kShared> struct TokenWG {
-    using L = Layout<kHT, kShared>;
+template <int kHT, bool kShared, bool kDs> struct TokenWG {
+    static_assert(!kDs || kHT <= kDsMaxHeads, "heads per WG over fp8_ds_mla rows");
+    using L = Layout<kHT, kShared, kDs>;
     static constexpr int kMine = kShared ? kRows / 2 : kRows; // rows of each tile this WG copies
     static constexpr int kSReg = kHT / 2;            // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;            // heads per thread
@@ -137,6 +161,39 @@ template <int kHT, bool kShared> struct TokenWG {
         }
     }
 
+    // An fp8_ds_mla tile (kDs): warp w copies rows row0 + w + 4k of this WG's share, lane c
+    // the row's 16-byte data chunk c (NoPE chunks 0-27 to columns 16c, RoPE chunks 28-35 to
+    // 16c + 64), lanes 0-3 also chunks 32-35 and lane 4 the 8 scale bytes. Rows without an
+    // address are zero-filled, their scales included.
+    __device__ void load_ds_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_info) const
+    {
+        const int r0 = row0();
+        static_assert((kMine / 4) % 4 == 0, "whole groups of four rows");
+#pragma unroll
+        for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
+            uint64_t a[4], sa[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                a[i] = info[r0 + warp + 4 * (k0 + i)] & ~kRowTags;
+                sa[i] = scale_info[r0 + warp + 4 * (k0 + i)];
+            }
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const int row = r0 + warp + 4 * (k0 + i), bytes = a[i] ? 16 : 0;
+                const auto copy = [&](int c) {
+                    const void *src = a[i] ? reinterpret_cast<const void *>(a[i] + 16 * c) : p.q;
+                    cp_async16(tile + tile_offset(kRows, row, c < kDsNopeChunks ? 16 * c : 16 * c + 64), src, bytes);
+                };
+                copy(lane);
+                if (lane < kDsNopeChunks + kDsRopeChunks - 32)
+                    copy(32 + lane);
+                else if (lane == kDsNopeChunks + kDsRopeChunks - 32)
+                    cp_async8(tile + L::kScaleOff + 8 * row, a[i] ? reinterpret_cast<const void *>(sa[i]) : p.q,
+                              a[i] ? 8 : 0);
+            }
+        }
+    }
+
     // da, db: descriptors of the tile and of Q at K step 0; steps add constant offsets.
     __device__ void score(float (&s)[kSReg], SmemDesc da, SmemDesc db) const
     {
@@ -160,6 +217,55 @@ template <int kHT, bool kShared> struct TokenWG {
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
                     s[i] = (b == 0 && j == 0) ? part[0][i] : s[i] + part[j][i];
+            }
+        }
+    }
+
+    // S over an fp8_ds_mla tile: the 14 NoPE K steps on FP8 wgmma, each step's fresh
+    // accumulators times its block's scale for the thread's two rows, then the RoPE dims as
+    // one more part, four BF16 steps chained (BF16 wgmma accumulates in FP32). db: Q at K
+    // step 0, db_rope: Q's RoPE dims in BF16.
+    __device__ void score_ds(float (&s)[kSReg], const uint8_t *tile, SmemDesc db, SmemDesc db_rope) const
+    {
+        constexpr int kNopeSteps = SMLA_DS_MLA_NOPE / 32, kParts = kNopeSteps + 1;
+        const int r_lo = warp * 16 + lane / 4;
+        const uint2 sb[2] = {*reinterpret_cast<const uint2 *>(tile + L::kScaleOff + 8 * r_lo),
+                             *reinterpret_cast<const uint2 *>(tile + L::kScaleOff + 8 * (r_lo + 8))};
+        float scale[2][kNopeSteps / 2];
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+#pragma unroll
+            for (int k = 0; k < kNopeSteps / 2; k++)
+                scale[h][k] = ue8m0_to_float(static_cast<uint8_t>((k < 4 ? sb[h].x : sb[h].y) >> (8 * (k % 4))));
+        const SmemDesc da = desc_sw128(tile, 0), da_rope = desc_sw128(tile + 4 * kRows * 128, 0);
+#pragma unroll
+        for (int b = 0; b < kParts; b += kBatch) {
+            float part[kBatch][kSReg];
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int ks = b + j;
+                if (ks < kNopeSteps)
+                    WgmmaFp8SS<kHT>::run(part[j], da + k_step_units(ks, kRows), db + k_step_units(ks, kHT), 0);
+                else if (ks == kNopeSteps)
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        WgmmaBf16SS<kHT>::run(part[j], da_rope + k_step_units(r, kRows), db_rope + k_step_units(r, kHT),
+                                              r > 0);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+#pragma unroll
+            for (int j = 0; j < kBatch; j++) {
+                const int ks = b + j;
+                if (ks >= kParts)
+                    continue;
+                fence_regs(part[j]);
+#pragma unroll
+                for (int i = 0; i < kSReg; i++) {
+                    const float f = ks < kNopeSteps ? scale[(i % 4) / 2][ks / 2] : 1.f;
+                    s[i] = ks == 0 ? part[j][i] * f : fmaf(part[j][i], f, s[i]);
+                }
             }
         }
     }
@@ -217,6 +323,77 @@ template <int kHT, bool kShared> struct TokenWG {
             fence_regs(o[m]);
     }
 
+    // O^T += V^T . P^T over an fp8_ds_mla tile on BF16 wgmma, in 16 groups (K step of 16
+    // entries x pair of M-tiles, 128 dims). The thread reads dims d..d+3 (d = pair * 128 +
+    // warp * 32 + 4g, as accumulate's output mapping) of rows 2q, 2q + 1, 2q + 8, 2q + 9 of
+    // the step: E4M3 NoPE values times their row's block scale widened to BF16, or, for the
+    // RoPE dims (pair 3, warps 2-3), the BF16 values as they lie. Rows 2q + h share one
+    // swizzle, so one base per parity serves all steps. K is in entry order; dims d, d+1 go
+    // to M-tile 2 pair (rows g, g + 8), d+2, d+3 to M-tile 2 pair + 1.
+    __device__ void accumulate_ds(float (&o)[8][kSReg], const uint8_t *tile, SmemDesc dp) const
+    {
+        constexpr int kGroups = 16, kPerWait = kHT >= 16 ? 8 : 16;
+        const int g = lane / 4, q = lane % 4;
+        const bool rope_warp = warp >= 2;
+        int nope[2], rope[2], scl[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int r = 2 * q + h;
+            nope[h] = r * 128 + (((2 * warp + g / 4) ^ r) << 4) + (g % 4) * 4;
+            rope[h] = 4 * kRows * 128 + r * 128 + (((4 * (warp % 2) + g / 2) ^ r) << 4) + (g % 2) * 8;
+            scl[h] = L::kScaleOff + 8 * r + warp / 2;
+        }
+#pragma unroll
+        for (int first = 0; first < kGroups; first += kPerWait) {
+            uint4 frag[kPerWait][2];
+#pragma unroll
+            for (int n = 0; n < kPerWait; n++) {
+                const int pair = (first + n) / 4, step = (first + n) % 4;
+                uint2 v[4]; // rows 2q, 2q + 1, 2q + 8, 2q + 9: BF16 dims (d, d+1), (d+2, d+3)
+                if (pair == 3 && rope_warp) {
+#pragma unroll
+                    for (int j = 0; j < 4; j++)
+                        v[j] = *reinterpret_cast<const uint2 *>(tile + rope[j % 2] + (16 * step + 8 * (j / 2)) * 128);
+                } else {
+                    uint32_t raw[4];
+                    uint8_t sc[4];
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const int rows = 16 * step + 8 * (j / 2);
+                        raw[j] = *reinterpret_cast<const uint32_t *>(tile + pair * kRows * 128 + nope[j % 2] + rows * 128);
+                        sc[j] = tile[scl[j % 2] + 2 * pair + 8 * rows];
+                    }
+#pragma unroll
+                    for (int j = 0; j < 4; j++) {
+                        const float f = ue8m0_to_float(sc[j]);
+                        v[j] = make_uint2(e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j]), f),
+                                          e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j] >> 16), f));
+                    }
+                }
+                frag[n][0] = make_uint4(__byte_perm(v[0].x, v[1].x, 0x5410), __byte_perm(v[0].x, v[1].x, 0x7632),
+                                        __byte_perm(v[2].x, v[3].x, 0x5410), __byte_perm(v[2].x, v[3].x, 0x7632));
+                frag[n][1] = make_uint4(__byte_perm(v[0].y, v[1].y, 0x5410), __byte_perm(v[0].y, v[1].y, 0x7632),
+                                        __byte_perm(v[2].y, v[3].y, 0x5410), __byte_perm(v[2].y, v[3].y, 0x7632));
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int n = 0; n < kPerWait; n++) {
+                const int pair = (first + n) / 4, step = (first + n) % 4;
+                WgmmaBf16RS<kHT>::run(o[2 * pair], frag[n][0], dp + k_step_units(step, kHT), 1);
+                WgmmaBf16RS<kHT>::run(o[2 * pair + 1], frag[n][1], dp + k_step_units(step, kHT), 1);
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+#pragma unroll
+            for (int n = 0; n < kPerWait; n++)
+                asm volatile("" ::"r"(frag[n][0].x), "r"(frag[n][0].y), "r"(frag[n][0].z), "r"(frag[n][0].w),
+                             "r"(frag[n][1].x), "r"(frag[n][1].y), "r"(frag[n][1].z), "r"(frag[n][1].w));
+        }
+#pragma unroll
+        for (int m = 0; m < 8; m++)
+            fence_regs(o[m]);
+    }
+
     // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
     __device__ void run(int64_t t, int h0, int split) const
     {
@@ -229,6 +406,7 @@ template <int kHT, bool kShared> struct TokenWG {
         uint8_t *qs = own + L::kQOff;
         uint8_t *ps = own + L::kPOff;
         uint64_t *rowinfo = reinterpret_cast<uint64_t *>(tiles + L::kRowInfoOff);
+        uint64_t *scaleinfo = reinterpret_cast<uint64_t *>(tiles + L::kScaleRowOff); // kDs only
         float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
         float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
@@ -236,22 +414,44 @@ template <int kHT, bool kShared> struct TokenWG {
         const int r0 = row0();
 
         const SmemDesc desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
+        const auto gather = [&](int tile_index, int slot) {
+            uint8_t *dst = tiles + (tile_index % kStages) * L::kTileBytes;
+            if constexpr (kDs)
+                load_ds_tile(dst, rowinfo + slot * kRows, scaleinfo + slot * kRows);
+            else
+                load_tile(dst, rowinfo + slot * kRows);
+        };
 
         // Row addresses (this WG's share) of the first kStages tiles; the gather of the first
         // kStages - 1, one cp.async group each (Q joins the first). One group is committed
         // per tile, empty or not, so that "tile it landed" is always the same wait.
         for (int i = 0; i < kStages && i < ntiles; i++) {
             const int e = (first + i) * kRows + r0 + tid;
-            if (tid < kMine)
-                rowinfo[i * kRows + r0 + tid] = e < n ? entry_row(p, t, e, n_swa) : 0;
+            if (tid < kMine) {
+                uint64_t scale_row = 0;
+                rowinfo[i * kRows + r0 + tid] = e < n ? entry_row(p, t, e, n_swa, kDs ? &scale_row : nullptr) : 0;
+                if (kDs)
+                    scaleinfo[i * kRows + r0 + tid] = scale_row;
+            }
         }
         tile_sync();
         const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
         for (int c = tid; c < kHT * 32; c += kWGThreads)
             cp_async16(qs + tile_offset(kHT, c / 32, (c % 32) * 16), qsrc + (c / 32) * 512 + (c % 32) * 16, 16);
+        if constexpr (kDs) {
+            // Q's RoPE dims (E4M3, 448-511) widened to BF16 for S's BF16 steps: 8 values a thread.
+            for (int c = tid; c < kHT * 8; c += kWGThreads) {
+                const uint2 v = *reinterpret_cast<const uint2 *>(qsrc + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
+                const uint4 w = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), 1.f),
+                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), 1.f),
+                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), 1.f),
+                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), 1.f));
+                *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) = w;
+            }
+        }
         for (int i = 0; i < kStages - 1; i++) {
             if (i < ntiles)
-                load_tile(tiles + i * L::kTileBytes, rowinfo + i * kRows);
+                gather(i, i);
             cp_async_commit();
         }
 
@@ -278,7 +478,7 @@ template <int kHT, bool kShared> struct TokenWG {
             // Tile it + kStages - 1 into the stage tile it-1 used.
             const int ahead = it + kStages - 1;
             if (ahead < ntiles)
-                load_tile(tiles + (ahead % kStages) * L::kTileBytes, rowinfo + (ahead % kSlots) * kRows);
+                gather(ahead, ahead % kSlots);
             cp_async_commit();
             // The slot ids of tile it + kStages are loaded now; their addresses are stored at the end.
             const int e_next = (first + it + kStages) * kRows + r0 + tid;
@@ -286,7 +486,10 @@ template <int kHT, bool kShared> struct TokenWG {
             const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
-            score(s, desc_sw128(tiles + stage * L::kTileBytes, 0), desc_q);
+            if constexpr (kDs)
+                score_ds(s, tile, desc_q, desc_sw128(own + L::kQRopeOff, 0));
+            else
+                score(s, desc_sw128(tile, 0), desc_q);
 
             // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
             const int r_lo = warp * 16 + lane / 4;
@@ -324,9 +527,15 @@ template <int kHT, bool kShared> struct TokenWG {
             }
             // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2): its byte in the
             // swizzled [HT][128] plane is a per-thread base (one per i%2) plus constants.
+            // fp8_ds_mla: one BF16 plane, rows in entry order.
             const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
 #pragma unroll
-            for (int i = 0; i < kSReg; i++) {
+            for (int i = 0; i < kSReg && kDs; i++) {
+                const __nv_bfloat16 v = __float2bfloat16_rn(s[i]);
+                *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)))) = v;
+            }
+#pragma unroll
+            for (int i = 0; i < kSReg && !kDs; i++) {
                 const int c = 2 * (lane % 4) + i % 2;
                 const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15) + (i % 4) / 2;
                 const float v = s[i] * kPScale;
@@ -350,9 +559,17 @@ template <int kHT, bool kShared> struct TokenWG {
                     for (int i = 0; i < kSReg; i++)
                         o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
             }
-            accumulate(o, tile, desc_p);
-            if (tid < kMine && it + kStages < ntiles)
-                rowinfo[((it + kStages) % kSlots) * kRows + r0 + tid] = slot_row(p, next);
+            if constexpr (kDs)
+                accumulate_ds(o, tile, desc_p);
+            else
+                accumulate(o, tile, desc_p);
+            if (tid < kMine && it + kStages < ntiles) {
+                const int at = ((it + kStages) % kSlots) * kRows + r0 + tid;
+                uint64_t scale_row = 0;
+                rowinfo[at] = slot_row(p, next, kDs ? &scale_row : nullptr);
+                if (kDs)
+                    scaleinfo[at] = scale_row;
+            }
         }
 
         // Row sums over the lanes and warps holding each column; final scale; LSE.
@@ -365,7 +582,7 @@ template <int kHT, bool kShared> struct TokenWG {
         }
         sync();
         if (tid < kHT)
-            finish_head(p, t, h0, tid, split, split_token, mrun[tid], colbuf, 4, kHT, kPScale, alpha_s);
+            finish_head(p, t, h0, tid, split, split_token, mrun[tid], colbuf, 4, kHT, kDs ? 1.f : kPScale, alpha_s);
         sync();
 
         // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3:
@@ -396,11 +613,11 @@ template <int kHT, bool kShared> struct TokenWG {
 // Unshared: work item i = ((token, head group), split), a CTA takes kWGs consecutive
 // items, so the WGs of one token run side by side and share its rows through L2.
 // Shared: CTA i = ((token, pair of head groups), split), WG w the pair's group w.
-template <int kHT, bool kShared>
-__global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(const __grid_constant__ AttentionParams p)
+template <int kHT, bool kShared, bool kDs>
+__global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT, kDs>(), 1) kernel(const __grid_constant__ AttentionParams p)
 {
-    using L = Layout<kHT, kShared>;
-    static_assert(!kShared || wgs_per_cta<kHT>() == 2, "a shared CTA is two WGs of one token");
+    using L = Layout<kHT, kShared, kDs>;
+    static_assert(!kShared || wgs_per_cta<kHT, kDs>() == 2, "a shared CTA is two WGs of one token");
     grid_wait_then_allow_next();
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
@@ -412,7 +629,7 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(con
         split = blockIdx.x % p.splits;
         token_group = (pair / (groups / 2)) * groups + 2 * (pair % (groups / 2)) + wg;
     } else {
-        const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT>() + wg;
+        const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT, kDs>() + wg;
         if (item >= p.num_tokens * groups * p.splits)
             return;
         token_group = item / p.splits;
@@ -420,7 +637,7 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT>(), 1) kernel(con
     }
     uint8_t *tiles = kShared ? smem : smem + wg * L::kWGBytes;
     uint8_t *own = kShared ? smem + L::kTilesBytes + wg * L::kWGBytes : tiles + L::kTilesBytes;
-    const TokenWG<kHT, kShared> w{p, tiles, own, wg, tid, tid / 32, tid % 32};
+    const TokenWG<kHT, kShared, kDs> w{p, tiles, own, wg, tid, tid / 32, tid % 32};
     w.run(token_group / groups, static_cast<int>(token_group % groups) * kHT, static_cast<int>(split));
 }
 

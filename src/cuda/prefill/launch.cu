@@ -68,23 +68,23 @@ cudaError_t launch_programmatic(void (*kernel)(AttentionParams), int64_t ctas, i
     return cudaLaunchKernelEx(&config, kernel, p);
 }
 
-template <int kHT, bool kShared> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
+template <int kHT, bool kShared, bool kDs> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
 {
-    constexpr int wgs = fp8wg::wgs_per_cta<kHT>();
+    constexpr int wgs = fp8wg::wgs_per_cta<kHT, kDs>();
     const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
-    return launch_programmatic(fp8wg::kernel<kHT, kShared>, (items + wgs - 1) / wgs, fp8wg::kWGThreads * wgs,
-                               fp8wg::smem_bytes<kHT, kShared>(), p, stream);
+    return launch_programmatic(fp8wg::kernel<kHT, kShared, kDs>, (items + wgs - 1) / wgs, fp8wg::kWGThreads * wgs,
+                               fp8wg::smem_bytes<kHT, kShared, kDs>(), p, stream);
 }
 
 // The two WGs of a CTA share one token's tiles when they can: two WGs per CTA and an even
-// number of head groups (then the CTAs are exactly items / 2).
-template <int kHT> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
+// number of head groups (then the CTAs are exactly items / 2). kDs: fp8_ds_mla rows.
+template <int kHT, bool kDs> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
 {
-    if constexpr (fp8wg::wgs_per_cta<kHT>() == 2) {
+    if constexpr (fp8wg::wgs_per_cta<kHT, kDs>() == 2) {
         if ((p.num_heads / kHT) % 2 == 0)
-            return launch_fp8_as<kHT, true>(p, stream);
+            return launch_fp8_as<kHT, true, kDs>(p, stream);
     }
-    return launch_fp8_as<kHT, false>(p, stream);
+    return launch_fp8_as<kHT, false, kDs>(p, stream);
 }
 
 template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
@@ -118,14 +118,21 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
+// ds_wg: FP8 queries over fp8_ds_mla rows at 8-16 heads (fp8wg with kDs).
 // walk: a heads-on-M launch takes the walking form (heads_on_m_walks).
-cudaError_t launch(const AttentionParams &p, bool fp8_path, bool walk, int sm_count, cudaStream_t stream)
+cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool walk, int sm_count, cudaStream_t stream)
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
-    case 8: err = fp8_path ? launch_fp8<8>(p, stream) : launch_bf16<8>(p, stream); break;
-    case 16: err = fp8_path ? launch_fp8<16>(p, stream) : launch_bf16<16>(p, stream); break;
-    case 32: err = fp8_path ? launch_fp8<32>(p, stream) : launch_bf16<32>(p, stream); break;
+    case 8:
+        err = fp8_path ? launch_fp8<8, false>(p, stream) : ds_wg ? launch_fp8<8, true>(p, stream) : launch_bf16<8>(p, stream);
+        break;
+    case 16:
+        err = fp8_path ? launch_fp8<16, false>(p, stream)
+              : ds_wg  ? launch_fp8<16, true>(p, stream)
+                       : launch_bf16<16>(p, stream);
+        break;
+    case 32: err = fp8_path ? launch_fp8<32, false>(p, stream) : launch_bf16<32>(p, stream); break;
     default:
         if (!fp8_path && walk)
             err = launch_heads_on_m(bf16m::kernel<true>, bf16m::Layout::kBytes, sm_count, p, stream);
@@ -178,6 +185,11 @@ bool is_fp8_pool(const smla_index_set &set)
     return !set.indices || set.pool.format == SMLA_KV_FP8;
 }
 
+bool is_ds_pool(const smla_index_set &set)
+{
+    return !set.indices || set.pool.format == SMLA_KV_FP8_DS_MLA;
+}
+
 } // namespace
 } // namespace smla
 
@@ -193,14 +205,18 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
     // 64-head groups always take a heads-on-M kernel (fp8m or bf16m), whatever the batch
     // (their arithmetic differs from the other kernels', so a batch-dependent choice would
-    // break bit-identity). 8-32 heads: FP8, heads per warpgroup (at most 32: a WG holds
-    // O^T for 512 dims), enough work items for every SM (two WGs each); BF16, the
-    // entries-on-M kernel. Both compute every head alike whatever the head tile.
+    // break bit-identity). 8-32 heads: FP8 queries over `fp8` rows, heads per warpgroup
+    // (at most 32: a WG holds O^T for 512 dims), enough work items for every SM (two WGs
+    // each); over fp8_ds_mla rows the same kernel with at most 16 heads per warpgroup;
+    // otherwise the entries-on-M BF16 kernel. Each computes every head alike whatever the
+    // head tile.
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
-    const bool fp8_wg = fp8_path && !on_m;
-    p.heads_per_cta = on_m ? heads_on_m::kHeads
-                      : fp8_wg   ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
-                                 : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
+    const bool ds_wg = !fp8_path && q_fp8 && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
+    const bool fp8_wg = (fp8_path || ds_wg) && !on_m;
+    p.heads_per_cta = on_m     ? heads_on_m::kHeads
+                      : fp8_wg ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count,
+                                                    ds_wg ? fp8wg::kDsMaxHeads : 32)
+                               : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
     p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
     choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, on_m ? 2 : 1, &p);
     const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
@@ -255,7 +271,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #endif
     const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
     const bool walk = heads_on_m_walks(p, fp8_path, ctx->sm_count, decodes_only);
-    const cudaError_t err = launch(p, fp8_path, walk, ctx->sm_count, stream);
+    const cudaError_t err = launch(p, fp8_path, ds_wg, walk, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
     // A walking heads-on-M launch has a CTA per SM, any other one CTA per item.
     timeline_write(p, fp8_path, walk ? ctx->sm_count : items, stream);
