@@ -245,11 +245,10 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
 /* Bit-exactness on the GPU (split-KV at fixed points, SMLA_SPLIT_FIXED): the same
  * problem twice; through a plan with segments versus one sequence per request; the first
  * `keep` tokens run alone versus in the batch. */
-static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, smla_tool_rng *rng)
+static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, smla_kv_format format,
+                            smla_tool_rng *rng)
 {
-    smla_check_config cfg = {heads, q_dtype, SMLA_KV_FP8, SMLA_KV_FP8, SMLA_CHECK_POSITIONS_PLAN, 400, 1};
-    if (q_dtype == SMLA_DTYPE_BF16)
-        cfg.swa_format = cfg.extra_format = SMLA_KV_BF16;
+    smla_check_config cfg = {heads, q_dtype, format, format, SMLA_CHECK_POSITIONS_PLAN, 400, 1};
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
@@ -314,9 +313,13 @@ static int run_checks(smla_context *ctx, const check_options *o)
                 }
     printf("bit-exactness:\n");
     int inv_failures = 0;
+    /* Each query type over its own cache format and over fp8_ds_mla. */
+    static const smla_kv_format inv_formats[2][2] = {{SMLA_KV_FP8, SMLA_KV_FP8_DS_MLA},
+                                                     {SMLA_KV_BF16, SMLA_KV_FP8_DS_MLA}};
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (size_t qi = 0; qi < 2; qi++)
-            inv_failures += check_invariance(ctx, heads[hi], qs[qi], &rng);
+            for (size_t fi = 0; fi < 2; fi++)
+                inv_failures += check_invariance(ctx, heads[hi], qs[qi], inv_formats[qi][fi], &rng);
     static const int walking_heads[] = {64, 128};
     for (size_t hi = 0; hi < 2; hi++)
         for (size_t qi = 0; qi < 2; qi++)

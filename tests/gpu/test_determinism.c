@@ -30,6 +30,7 @@ static const config configs[] = {
     {"fp8 q, fp8 cache, 64 heads", 64, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8},
     {"fp8 q, fp8 cache, 8 heads", 8, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8},
     {"bf16 q, fp8_ds_mla cache, 16 heads", 16, SMLA_DTYPE_BF16, SMLA_KV_FP8_DS_MLA},
+    {"fp8 q, fp8_ds_mla cache, 16 heads", 16, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8_DS_MLA},
     {"fp8 q, fp8_ds_mla cache, 128 heads", 128, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8_DS_MLA},
 };
 static const smla_split_mode modes[NUM_MODES] = {SMLA_SPLIT_AUTO, SMLA_SPLIT_FIXED,
