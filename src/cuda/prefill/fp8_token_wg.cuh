@@ -69,9 +69,11 @@ template <int kHT, bool kShared, bool kDs> struct Layout {
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
     // fp8_ds_mla: P is one BF16 plane ([HT rows][128 B]) in the planes' place; Q's RoPE
-    // dims in BF16 ([HT rows][128 B]) follow.
+    // dims in BF16 ([HT rows][128 B]) and the current tile's block scales as floats
+    // ([64 rows][8]) follow.
     static constexpr int kQRopeOff = kPOff + 2 * kPPlane;
-    static constexpr int kColOff = kQRopeOff + (kDs ? kHT * 128 : 0); // [2 tiles][4 warps][HT]
+    static constexpr int kScaleTabOff = kQRopeOff + kHT * 128;
+    static constexpr int kColOff = kDs ? kScaleTabOff + kRows * 8 * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
     static constexpr int kOwnBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
@@ -163,11 +165,21 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
 
     // An fp8_ds_mla tile (kDs): warp w copies rows row0 + w + 4k of this WG's share, lane c
     // the row's 16-byte data chunk c (NoPE chunks 0-27 to columns 16c, RoPE chunks 28-35 to
-    // 16c + 64), lanes 0-3 also chunks 32-35 and lane 4 the 8 scale bytes. Rows without an
-    // address are zero-filled, their scales included.
+    // 16c + 64), lanes 0-3 also chunks 32-35 and lane 4 the 8 scale bytes. As in load_tile,
+    // the rows' swizzle takes two values, so two precomputed offsets serve each chunk. Rows
+    // without an address are zero-filled, their scales included.
     __device__ void load_ds_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_info) const
     {
-        const int r0 = row0();
+        constexpr int kExtra = kDsNopeChunks + kDsRopeChunks - 32; // lanes with a second chunk
+        const int r0 = row0(), c1 = lane, c2 = 32 + lane;
+        const int col1 = c1 < kDsNopeChunks ? 16 * c1 : 16 * c1 + 64, col2 = 16 * c2 + 64;
+        uint8_t *dst1[2], *dst2[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int row = r0 + warp + 4 * h;
+            dst1[h] = tile + (col1 >> 7) * (kRows * 128) + row * 128 + ((((col1 & 127) >> 4) ^ (warp + 4 * h)) << 4);
+            dst2[h] = tile + (col2 >> 7) * (kRows * 128) + row * 128 + ((((col2 & 127) >> 4) ^ (warp + 4 * h)) << 4);
+        }
         static_assert((kMine / 4) % 4 == 0, "whole groups of four rows");
 #pragma unroll
         for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
@@ -179,17 +191,16 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             }
 #pragma unroll
             for (int i = 0; i < 4; i++) {
-                const int row = r0 + warp + 4 * (k0 + i), bytes = a[i] ? 16 : 0;
-                const auto copy = [&](int c) {
-                    const void *src = a[i] ? reinterpret_cast<const void *>(a[i] + 16 * c) : p.q;
-                    cp_async16(tile + tile_offset(kRows, row, c < kDsNopeChunks ? 16 * c : 16 * c + 64), src, bytes);
-                };
-                copy(lane);
-                if (lane < kDsNopeChunks + kDsRopeChunks - 32)
-                    copy(32 + lane);
-                else if (lane == kDsNopeChunks + kDsRopeChunks - 32)
-                    cp_async8(tile + L::kScaleOff + 8 * row, a[i] ? reinterpret_cast<const void *>(sa[i]) : p.q,
-                              a[i] ? 8 : 0);
+                const int k = k0 + i, bytes = a[i] ? 16 : 0;
+                const uint64_t src = a[i] ? a[i] : reinterpret_cast<uint64_t>(p.q);
+                cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, reinterpret_cast<const void *>(src + (a[i] ? 16 * c1 : 0)),
+                           bytes);
+                if (lane < kExtra)
+                    cp_async16(dst2[k % 2] + (k / 2) * 8 * 128,
+                               reinterpret_cast<const void *>(src + (a[i] ? 16 * c2 : 0)), bytes);
+                else if (lane == kExtra)
+                    cp_async8(tile + L::kScaleOff + 8 * (r0 + warp + 4 * k),
+                              a[i] ? reinterpret_cast<const void *>(sa[i]) : p.q, a[i] ? 8 : 0);
             }
         }
     }
@@ -330,7 +341,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
     // RoPE dims (pair 3, warps 2-3), the BF16 values as they lie. Rows 2q + h share one
     // swizzle, so one base per parity serves all steps. K is in entry order; dims d, d+1 go
     // to M-tile 2 pair (rows g, g + 8), d+2, d+3 to M-tile 2 pair + 1.
-    __device__ void accumulate_ds(float (&o)[8][kSReg], const uint8_t *tile, SmemDesc dp) const
+    __device__ void accumulate_ds(float (&o)[8][kSReg], const uint8_t *tile, const float *scales, SmemDesc dp) const
     {
         constexpr int kGroups = 16, kPerWait = kHT >= 16 ? 8 : 16;
         const int g = lane / 4, q = lane % 4;
@@ -341,7 +352,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             const int r = 2 * q + h;
             nope[h] = r * 128 + (((2 * warp + g / 4) ^ r) << 4) + (g % 4) * 4;
             rope[h] = 4 * kRows * 128 + r * 128 + (((4 * (warp % 2) + g / 2) ^ r) << 4) + (g % 2) * 8;
-            scl[h] = L::kScaleOff + 8 * r + warp / 2;
+            scl[h] = 8 * r + warp / 2;
         }
 #pragma unroll
         for (int first = 0; first < kGroups; first += kPerWait) {
@@ -356,19 +367,17 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
                         v[j] = *reinterpret_cast<const uint2 *>(tile + rope[j % 2] + (16 * step + 8 * (j / 2)) * 128);
                 } else {
                     uint32_t raw[4];
-                    uint8_t sc[4];
+                    float sc[4];
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
                         const int rows = 16 * step + 8 * (j / 2);
                         raw[j] = *reinterpret_cast<const uint32_t *>(tile + pair * kRows * 128 + nope[j % 2] + rows * 128);
-                        sc[j] = tile[scl[j % 2] + 2 * pair + 8 * rows];
+                        sc[j] = scales[scl[j % 2] + 2 * pair + 8 * rows];
                     }
 #pragma unroll
-                    for (int j = 0; j < 4; j++) {
-                        const float f = ue8m0_to_float(sc[j]);
-                        v[j] = make_uint2(e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j]), f),
-                                          e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j] >> 16), f));
-                    }
+                    for (int j = 0; j < 4; j++)
+                        v[j] = make_uint2(e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j]), sc[j]),
+                                          e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j] >> 16), sc[j]));
                 }
                 frag[n][0] = make_uint4(__byte_perm(v[0].x, v[1].x, 0x5410), __byte_perm(v[0].x, v[1].x, 0x7632),
                                         __byte_perm(v[2].x, v[3].x, 0x5410), __byte_perm(v[2].x, v[3].x, 0x7632));
@@ -407,6 +416,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
         uint8_t *ps = own + L::kPOff;
         uint64_t *rowinfo = reinterpret_cast<uint64_t *>(tiles + L::kRowInfoOff);
         uint64_t *scaleinfo = reinterpret_cast<uint64_t *>(tiles + L::kScaleRowOff); // kDs only
+        float *scaletab = reinterpret_cast<float *>(own + L::kScaleTabOff);             // kDs only
         float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
         float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
@@ -475,6 +485,15 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             cp_async_wait<kStages - 2>();
             fence_proxy_async();
             tile_sync(); // tile `it` landed; iteration it-1 is finished by every WG that reads it
+            if constexpr (kDs) {
+                // The tile's block scales as floats, for P . V (read after the P barrier): a
+                // thread per half row.
+                static_assert(kWGThreads * 4 == kRows * 8, "a thread per half row");
+                const uint32_t b = *reinterpret_cast<const uint32_t *>(tile + L::kScaleOff + 4 * tid);
+                *reinterpret_cast<float4 *>(scaletab + 4 * tid) =
+                    make_float4(ue8m0_to_float(static_cast<uint8_t>(b)), ue8m0_to_float(static_cast<uint8_t>(b >> 8)),
+                                ue8m0_to_float(static_cast<uint8_t>(b >> 16)), ue8m0_to_float(static_cast<uint8_t>(b >> 24)));
+            }
             // Tile it + kStages - 1 into the stage tile it-1 used.
             const int ahead = it + kStages - 1;
             if (ahead < ntiles)
@@ -560,7 +579,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
                         o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
             }
             if constexpr (kDs)
-                accumulate_ds(o, tile, desc_p);
+                accumulate_ds(o, tile, scaletab, desc_p);
             else
                 accumulate(o, tile, desc_p);
             if (tid < kMine && it + kStages < ntiles) {
