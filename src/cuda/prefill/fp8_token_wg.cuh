@@ -544,24 +544,27 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
                 s[i] = p_lo;
                 s[i + 2] = p_hi;
             }
-            // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2): its byte in the
-            // swizzled [HT][128] plane is a per-thread base (one per i%2) plus constants.
-            // fp8_ds_mla: one BF16 plane, rows in entry order.
-            const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
+            // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2).
+            if constexpr (kDs) {
+                // One BF16 plane, rows in entry order.
 #pragma unroll
-            for (int i = 0; i < kSReg && kDs; i++) {
-                const __nv_bfloat16 v = __float2bfloat16_rn(s[i]);
-                *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)))) = v;
-            }
+                for (int i = 0; i < kSReg; i++)
+                    *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)))) =
+                        __float2bfloat16_rn(s[i]);
+            } else {
+                // Its byte in the swizzled [HT][128] planes is a per-thread base (one per i%2)
+                // plus constants.
+                const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
 #pragma unroll
-            for (int i = 0; i < kSReg && !kDs; i++) {
-                const int c = 2 * (lane % 4) + i % 2;
-                const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15) + (i % 4) / 2;
-                const float v = s[i] * kPScale;
-                const uint8_t hi = static_cast<uint8_t>(f32x2_to_e4m3x2(v, 0.f) & 0xFF);
-                const uint8_t lo = static_cast<uint8_t>(f32x2_to_e4m3x2(v - e4m3_to_float(hi), 0.f) & 0xFF);
-                ps[at] = hi;
-                ps[L::kPPlane + at] = lo;
+                for (int i = 0; i < kSReg; i++) {
+                    const int c = 2 * (lane % 4) + i % 2;
+                    const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15) + (i % 4) / 2;
+                    const float v = s[i] * kPScale;
+                    const uint8_t hi = static_cast<uint8_t>(f32x2_to_e4m3x2(v, 0.f) & 0xFF);
+                    const uint8_t lo = static_cast<uint8_t>(f32x2_to_e4m3x2(v - e4m3_to_float(hi), 0.f) & 0xFF);
+                    ps[at] = hi;
+                    ps[L::kPPlane + at] = lo;
+                }
             }
             fence_proxy_async();
             sync();
