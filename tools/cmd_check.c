@@ -22,6 +22,7 @@ typedef struct check_options {
     int cases;
     int token_heads; /* tokens x heads budget of one problem (the CPU reference's cost) */
     int verbose;
+    int heads; /* only this head count (0: every one) */
 } check_options;
 
 typedef struct kv_combo {
@@ -292,7 +293,7 @@ static int run_checks(smla_context *ctx, const check_options *o)
     printf("%-5s %-5s %-10s %-8s %6s %10s %10s %s\n", "heads", "q", "kv", "pos", "cases", "rel_fro", "lse_err",
            "result");
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
-        for (size_t qi = 0; qi < 2; qi++)
+        for (size_t qi = 0; qi < 2 && (!o->heads || o->heads == heads[hi]); qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
                 for (int pos = 0; pos < 4; pos++) {
                     int max_tokens = o->token_heads / heads[hi];
@@ -317,12 +318,12 @@ static int run_checks(smla_context *ctx, const check_options *o)
     static const smla_kv_format inv_formats[2][2] = {{SMLA_KV_FP8, SMLA_KV_FP8_DS_MLA},
                                                      {SMLA_KV_BF16, SMLA_KV_FP8_DS_MLA}};
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
-        for (size_t qi = 0; qi < 2; qi++)
+        for (size_t qi = 0; qi < 2 && (!o->heads || o->heads == heads[hi]); qi++)
             for (size_t fi = 0; fi < 2; fi++)
                 inv_failures += check_invariance(ctx, heads[hi], qs[qi], inv_formats[qi][fi], &rng);
     static const int walking_heads[] = {64, 128};
     for (size_t hi = 0; hi < 2; hi++)
-        for (size_t qi = 0; qi < 2; qi++)
+        for (size_t qi = 0; qi < 2 && (!o->heads || o->heads == walking_heads[hi]); qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
                 inv_failures += check_walk(ctx, walking_heads[hi], qs[qi], kv_combos[ki], &rng);
     printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
@@ -333,20 +334,21 @@ static int run_checks(smla_context *ctx, const check_options *o)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--verbose]\n"
+    fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--heads N] [--verbose]\n"
                "Random problems on the GPU against the CPU reference: heads 8..128, FP8 and BF16\n"
                "queries, fp8/bf16/mixed caches, with and without positions and plans, ragged sizes,\n"
                "invalid indices, empty rows, +-inf sinks; then bit-exactness checks. Exit 0 when\n"
                "everything passes, 1 on a failure, 2 on bad arguments or without a GPU.\n"
                "  --cases N        problems per configuration (default 1)\n"
                "  --seed S         RNG seed (default: from the clock, printed)\n"
-               "  --token-heads N  tokens x heads of the largest problem (default 3072)\n");
+               "  --token-heads N  tokens x heads of the largest problem (default 3072)\n"
+               "  --heads N        only this head count: 8, 16, 32, 64 or 128 (default: all)\n");
 }
 
 int smla_cmd_check(int argc, char **argv)
 {
 #ifdef SMLA_WITH_CUDA
-    check_options o = {(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0};
+    check_options o = {(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0, 0};
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -360,6 +362,8 @@ int smla_cmd_check(int argc, char **argv)
             o.seed = strtoull(argv[++i], &end, 0);
         } else if (i + 1 < argc && !strcmp(argv[i], "--token-heads")) {
             o.token_heads = (int)strtol(argv[++i], &end, 10);
+        } else if (i + 1 < argc && !strcmp(argv[i], "--heads")) {
+            o.heads = (int)strtol(argv[++i], &end, 10);
         } else {
             fprintf(stderr, "smla check: unknown argument '%s'\n", argv[i]);
             usage(stderr);
@@ -372,6 +376,10 @@ int smla_cmd_check(int argc, char **argv)
     }
     if (o.cases < 1 || o.token_heads < 8) {
         fprintf(stderr, "smla check: --cases must be >= 1 and --token-heads >= 8\n");
+        return 2;
+    }
+    if (o.heads && o.heads != 8 && o.heads != 16 && o.heads != 32 && o.heads != 64 && o.heads != 128) {
+        fprintf(stderr, "smla check: --heads must be 8, 16, 32, 64 or 128\n");
         return 2;
     }
     smla_context *ctx = NULL;
