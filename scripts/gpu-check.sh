@@ -182,8 +182,11 @@ if [ "$mode" = sanitize ]; then
                 $([ $variant = specialised ] && echo --specialised)
         done
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
-    step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64
-    step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256
+    # SANITIZE_CHECK_ARGS (e.g. "--heads 16 --token-heads 4096"): appended to both checks,
+    # to sanitize one kernel family on larger problems.
+    step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64 ${SANITIZE_CHECK_ARGS:-}
+    step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256 \
+        ${SANITIZE_CHECK_ARGS:-}
 fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] || [ "$mode" = timeline ] && break
