@@ -88,8 +88,8 @@ template <int kHT, bool kShared, bool kDs> constexpr int smem_bytes()
     using L = Layout<kHT, kShared, kDs>;
     return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kHT, kDs>() * L::kWGBytes + 1024;
 }
-// Heads per WG over fp8_ds_mla rows: at most 16 (32 would leave two WGs of one token too
-// few stages).
+// Heads per WG over fp8_ds_mla rows: at most 16 (two WGs of 32 heads, each with its own
+// two 41 KB stages, do not fit in shared memory).
 constexpr int kDsMaxHeads = 16;
 static_assert(smem_bytes<8, false, false>() <= 227 * 1024 && smem_bytes<16, false, false>() <= 227 * 1024 &&
                   smem_bytes<32, false, false>() <= 227 * 1024 && smem_bytes<16, true, false>() <= 227 * 1024 &&
