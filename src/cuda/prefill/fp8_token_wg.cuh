@@ -98,6 +98,16 @@ static_assert(smem_bytes<8, false, false>() <= 227 * 1024 && smem_bytes<16, fals
                   smem_bytes<16, true, true>() <= 227 * 1024,
               "shared memory per CTA");
 
+// Register A fragments stay live until the wgmmas that read them are done: called after
+// the wait, so that no register of a fragment is reused while a wgmma may still read it.
+template <int N> __device__ __forceinline__ void keep_live(const uint4 (&frag)[N][2])
+{
+#pragma unroll
+    for (int n = 0; n < N; n++)
+        asm volatile("" ::"r"(frag[n][0].x), "r"(frag[n][0].y), "r"(frag[n][0].z), "r"(frag[n][0].w),
+                     "r"(frag[n][1].x), "r"(frag[n][1].y), "r"(frag[n][1].z), "r"(frag[n][1].w));
+}
+
 // Position in the O^T wgmma's K order of tile row r (see the header comment).
 __device__ __forceinline__ int k_of_row(int r)
 {
@@ -323,11 +333,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             }
             wgmma_commit();
             wgmma_wait<0>();
-            // The fragments stay live until the wgmmas that read them are done.
-#pragma unroll
-            for (int n = 0; n < kGroupsPerWait; n++)
-                asm volatile("" ::"r"(frag[n][0].x), "r"(frag[n][0].y), "r"(frag[n][0].z), "r"(frag[n][0].w),
-                             "r"(frag[n][1].x), "r"(frag[n][1].y), "r"(frag[n][1].z), "r"(frag[n][1].w));
+            keep_live(frag);
         }
 #pragma unroll
         for (int m = 0; m < 8; m++)
@@ -393,10 +399,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             }
             wgmma_commit();
             wgmma_wait<0>();
-#pragma unroll
-            for (int n = 0; n < kPerWait; n++)
-                asm volatile("" ::"r"(frag[n][0].x), "r"(frag[n][0].y), "r"(frag[n][0].z), "r"(frag[n][0].w),
-                             "r"(frag[n][1].x), "r"(frag[n][1].y), "r"(frag[n][1].z), "r"(frag[n][1].w));
+            keep_live(frag);
         }
 #pragma unroll
         for (int m = 0; m < 8; m++)
