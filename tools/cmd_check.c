@@ -283,6 +283,9 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
     return !(repeat_ok && segment_ok && slice_ok);
 }
 
+/* Whether the checks cover head count h (--heads). */
+static int covers_heads(const check_options *o, int h) { return !o->heads || o->heads == h; }
+
 static int run_checks(smla_context *ctx, const check_options *o)
 {
     static const int heads[] = {8, 16, 32, 64, 128};
@@ -293,7 +296,7 @@ static int run_checks(smla_context *ctx, const check_options *o)
     printf("%-5s %-5s %-10s %-8s %6s %10s %10s %s\n", "heads", "q", "kv", "pos", "cases", "rel_fro", "lse_err",
            "result");
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
-        for (size_t qi = 0; qi < 2 && (!o->heads || o->heads == heads[hi]); qi++)
+        for (size_t qi = 0; qi < 2 && covers_heads(o, heads[hi]); qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
                 for (int pos = 0; pos < 4; pos++) {
                     int max_tokens = o->token_heads / heads[hi];
@@ -318,12 +321,12 @@ static int run_checks(smla_context *ctx, const check_options *o)
     static const smla_kv_format inv_formats[2][2] = {{SMLA_KV_FP8, SMLA_KV_FP8_DS_MLA},
                                                      {SMLA_KV_BF16, SMLA_KV_FP8_DS_MLA}};
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
-        for (size_t qi = 0; qi < 2 && (!o->heads || o->heads == heads[hi]); qi++)
+        for (size_t qi = 0; qi < 2 && covers_heads(o, heads[hi]); qi++)
             for (size_t fi = 0; fi < 2; fi++)
                 inv_failures += check_invariance(ctx, heads[hi], qs[qi], inv_formats[qi][fi], &rng);
     static const int walking_heads[] = {64, 128};
     for (size_t hi = 0; hi < 2; hi++)
-        for (size_t qi = 0; qi < 2 && (!o->heads || o->heads == walking_heads[hi]); qi++)
+        for (size_t qi = 0; qi < 2 && covers_heads(o, walking_heads[hi]); qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
                 inv_failures += check_walk(ctx, walking_heads[hi], qs[qi], kv_combos[ki], &rng);
     printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
