@@ -212,7 +212,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // head tile.
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
     const bool ds_wg = !fp8_path && q_fp8 && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
-    const bool fp8_wg = (fp8_path || ds_wg) && !on_m;
+    const bool fp8_wg = (fp8_path && !on_m) || ds_wg; // ds_wg excludes on_m itself
     p.heads_per_cta = on_m     ? heads_on_m::kHeads
                       : fp8_wg ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count,
                                                     ds_wg ? fp8wg::kDsMaxHeads : 32)
