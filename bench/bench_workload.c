@@ -10,7 +10,7 @@ int main(void)
     int failures = 0;
     smla_bench_case cases[SMLA_BENCH_MAX_CASES];
     for (int p = 0; p < smla_bench_num_presets(); p++) {
-        const int n = smla_bench_preset_cases(p, SMLA_DTYPE_INVALID, SMLA_KV_INVALID, cases);
+        const int n = smla_bench_preset_cases(p, SMLA_DTYPE_INVALID, SMLA_KV_INVALID, NULL, 0, cases);
         for (int i = 0; i < n; i++) {
             smla_workload w;
             smla_tool_error error = {{0}};

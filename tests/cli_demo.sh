@@ -30,6 +30,10 @@ expect 2 "bad option" demo --frobnicate
 
 expect 0 "v4-pro-tp8 q4096+p65536" bench --list
 expect 0 "decode-v41-flash-tp1 b256" bench --list --preset decode-v41-flash-tp1
+expect 0 "decode-v4-pro-tp8 b24 " bench --list --preset decode-v4-pro-tp8 --batch 8,24
+[ "$(grep -c "decode-v4-pro-tp8 b" "$out")" -eq 4 ] || fail "--batch 8,24 does not list 2 batches x 2 formats"
+expect 2 "'0' is not a number of requests" bench --list --batch 8,0
+expect 2 "at most 8 batch sizes" bench --list --batch 1,2,3,4,5,6,7,8,9
 expect 0 "usage: smla bench" bench --help
 expect 2 "not a preset" bench --preset nope --list
 expect 2 "not a positive integer or off" bench --cap 0 --list

@@ -40,7 +40,7 @@ static const preset presets[] = {
 
 /* Prefill requests: a fresh 8192-token prompt, and 4096 tokens after a 65536 prefix. */
 static const smla_workload_request prefill_shapes[] = {{8192, 0}, {4096, 65536}};
-static const int32_t decode_batches[] = {2, 64, 128, 256};
+static const int32_t default_decode_batches[] = {2, 64, 128, 256};
 /* flashmla-shapes: DESIGN section 6's table, over two pool sizes. */
 static const struct {
     int32_t heads, entries;
@@ -100,11 +100,14 @@ static int prefill_cases(const preset *p, smla_dtype q, smla_kv_format kv,
 }
 
 static int decode_cases(const preset *p, smla_dtype q, smla_kv_format kv,
-                        smla_bench_case *cases)
+                        const int32_t *decode_batches, int num_batches, smla_bench_case *cases)
 {
     const smla_kv_format formats[2] = {SMLA_KV_FP8_DS_MLA, SMLA_KV_FP8};
     const int num_formats = kv != SMLA_KV_INVALID ? 1 : 2;
-    const int num_batches = (int)(sizeof decode_batches / sizeof decode_batches[0]);
+    if (num_batches == 0) {
+        decode_batches = default_decode_batches;
+        num_batches = (int)(sizeof default_decode_batches / sizeof default_decode_batches[0]);
+    }
     int n = 0;
     for (int f = 0; f < num_formats; f++)
         for (int b = 0; b < num_batches; b++, n++) {
@@ -149,6 +152,7 @@ static int random_rows_cases(const preset *p, smla_dtype q, smla_kv_format kv,
 }
 
 int smla_bench_preset_cases(int index, smla_dtype q_dtype, smla_kv_format kv_format,
+                            const int32_t *decode_batches, int num_batches,
                             smla_bench_case *cases)
 {
     const preset *p = &presets[index];
@@ -158,7 +162,7 @@ int smla_bench_preset_cases(int index, smla_dtype q_dtype, smla_kv_format kv_for
         return prefill_cases(p, q, kv_format != SMLA_KV_INVALID ? kv_format : SMLA_KV_FP8,
                              cases);
     case SMLA_BENCH_DECODE:
-        return decode_cases(p, q, kv_format, cases);
+        return decode_cases(p, q, kv_format, decode_batches, num_batches, cases);
     default:
         return random_rows_cases(p, q_dtype, kv_format, cases);
     }

@@ -5,6 +5,7 @@
 #include "workload.h"
 
 #define SMLA_BENCH_MAX_CASES 32
+#define SMLA_BENCH_MAX_BATCHES 8 /* decode batch sizes of one run (2 formats each) */
 
 typedef enum smla_bench_kind {
     SMLA_BENCH_PREFILL,     /* engine batch: one request, fresh or after a prefix */
@@ -31,9 +32,11 @@ int smla_bench_preset_is_prefill(int index); /* run by `smla bench` without --pr
 int smla_bench_find_preset(const char *name);
 
 /* Fills cases (SMLA_BENCH_MAX_CASES at most) with the cases of the preset; q_dtype and
- * kv_format replace the preset's defaults unless SMLA_DTYPE_INVALID / SMLA_KV_INVALID.
- * Returns the number of cases. */
+ * kv_format replace the preset's defaults unless SMLA_DTYPE_INVALID / SMLA_KV_INVALID;
+ * decode presets run num_batches batch sizes (SMLA_BENCH_MAX_BATCHES at most; 0: the
+ * default 2, 64, 128, 256 requests). Returns the number of cases. */
 int smla_bench_preset_cases(int index, smla_dtype q_dtype, smla_kv_format kv_format,
+                            const int32_t *decode_batches, int num_batches,
                             smla_bench_case *cases);
 
 /* The plan's decode threshold for a case's batch: decode requests have query_len tokens. */

@@ -16,12 +16,13 @@
 #define BENCH_WARMUP 3
 #define DEFAULT_ITERS 20
 #define MAX_CAPS 8
+#define MAX_BATCH 512 /* requests of a decode batch (each with its own 8192-token cache) */
 #define MAX_SPLITS 3
 
 static const char usage_text[] =
     "usage: smla bench [--preset NAME[,NAME...]] [--q fp8|bf16] [--kv fp8|bf16|fp8_ds_mla]\n"
     "                  [--cap N|off[,N|off...]] [--split auto|fixed|none[,...]]\n"
-    "                  [--staging] [--iters N] [--json FILE] [--list]\n"
+    "                  [--batch N[,N...]] [--staging] [--iters N] [--json FILE] [--list]\n"
     "\n"
     "Times sparse MLA attention on the GPU (CUDA events: %d warm-up runs, then the median\n"
     "of --iters runs, default %d). Each case's inputs are rotated among copies when one\n"
@@ -42,6 +43,8 @@ static const char usage_text[] =
     "      batches of 2, 64, 128, 256 requests x 2 query tokens at KV length 8192, with\n"
     "      fp8_ds_mla and fp8 caches (blocks of 256 window / 64 compressed rows)\n"
     "\n"
+    "  --batch  the decode presets' batch sizes in requests (at most %d, each in\n"
+    "           [1, %d]) instead of 2, 64, 128, 256\n"
     "  --cap    prefill segment caps of the plan, one run per cap (off = no segmentation);\n"
     "           default: the planner's default\n"
     "  --split  split-KV modes, one run per mode (default: auto, the library's): auto\n"
@@ -68,6 +71,8 @@ typedef struct bench_options {
     int num_caps;
     smla_split_mode splits[MAX_SPLITS];
     int num_splits;
+    int32_t batches[SMLA_BENCH_MAX_BATCHES];
+    int num_batches;
     int staging;
     int iters;
     const char *json;
@@ -76,7 +81,7 @@ typedef struct bench_options {
 
 static void usage(FILE *f)
 {
-    fprintf(f, usage_text, BENCH_WARMUP, DEFAULT_ITERS);
+    fprintf(f, usage_text, BENCH_WARMUP, DEFAULT_ITERS, SMLA_BENCH_MAX_BATCHES, MAX_BATCH);
 }
 
 static int bad_option(const char *fmt, const char *value)
@@ -141,6 +146,18 @@ static int split_item(const char *entry, bench_options *o)
     return 1;
 }
 
+static int batch_item(const char *entry, bench_options *o)
+{
+    if (o->num_batches == SMLA_BENCH_MAX_BATCHES)
+        return bad_option("--batch: at most 8 batch sizes, not '%s'", entry), 0;
+    char *end = NULL;
+    const long value = strtol(entry, &end, 10);
+    if (entry[0] < '0' || entry[0] > '9' || *end != '\0' || value < 1 || value > MAX_BATCH)
+        return bad_option("--batch: '%s' is not a number of requests in [1, 512]", entry), 0;
+    o->batches[o->num_batches++] = (int32_t)value;
+    return 1;
+}
+
 /* --staging: fp8_ds_mla caches; the two presets of issue 7 unless --preset. 0 when --kv
  * asks for another format. */
 static int staging_defaults(bench_options *o)
@@ -187,6 +204,9 @@ static int parse_options(int argc, char **argv, bench_options *o)
         } else if (!strcmp(arg, "--split")) {
             if (!parse_list(arg, value, o, split_item))
                 return 2;
+        } else if (!strcmp(arg, "--batch")) {
+            if (!parse_list(arg, value, o, batch_item))
+                return 2;
         } else if (!strcmp(arg, "--q")) {
             o->q_dtype = !strcmp(value, "fp8")    ? SMLA_DTYPE_FP8_E4M3
                          : !strcmp(value, "bf16") ? SMLA_DTYPE_BF16
@@ -229,7 +249,8 @@ static void list_cases(const bench_options *o)
     printf("%-34s %-4s %-10s %6s %5s %7s %7s %6s\n", "case", "q", "kv", "reqs", "heads",
            "topk", "tokens", "prefix");
     for (int i = 0; i < o->num_presets; i++) {
-        const int n = smla_bench_preset_cases(o->presets[i], o->q_dtype, o->kv_format, cases);
+        const int n = smla_bench_preset_cases(o->presets[i], o->q_dtype, o->kv_format, o->batches,
+                                                o->num_batches, cases);
         for (int c = 0; c < n; c++) {
             const smla_bench_case *k = &cases[c];
             const int rows = k->kind == SMLA_BENCH_RANDOM_ROWS;
@@ -445,7 +466,8 @@ static int run_bench(smla_context *ctx, const bench_options *o)
     smla_bench_case cases[SMLA_BENCH_MAX_CASES];
     int failed = 0;
     for (int i = 0; i < o->num_presets; i++) {
-        const int n = smla_bench_preset_cases(o->presets[i], o->q_dtype, o->kv_format, cases);
+        const int n = smla_bench_preset_cases(o->presets[i], o->q_dtype, o->kv_format, o->batches,
+                                                o->num_batches, cases);
         for (int c = 0; c < n; c++)
             failed += run_case(ctx, o, &cases[c], rows);
     }
