@@ -155,10 +155,16 @@ constexpr int kFixedSplitEntries = 512; // SMLA_SPLIT_FIXED: split points every 
 // the split that should finish first (smla_auto_split_tiles), never when the launch's
 // work items (tokens x head groups) fill the GPU (work_slots); only the splittable
 // tokens are split (a plan's decodes, or every token without a plan).
-void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple, AttentionParams *p)
+// KV tiles of tile_rows entries that a token's widest work spans (0 without entries).
+int max_kv_tiles(const smla_problem *pr, int tile_rows)
 {
     const int64_t width = (pr->swa.indices ? pr->swa.width : 0) + (pr->extra.indices ? pr->extra.width : 0);
-    const int max_tiles = static_cast<int>((width + p->tile_rows - 1) / p->tile_rows);
+    return static_cast<int>((width + tile_rows - 1) / tile_rows);
+}
+
+void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple, AttentionParams *p)
+{
+    const int max_tiles = max_kv_tiles(pr, p->tile_rows);
     const int64_t splittable = pr->has_plan ? pr->plan.num_decode_tokens : pr->num_tokens;
     p->splits = 1;
     p->split_tiles = max_tiles > 0 ? max_tiles : 1;
@@ -178,6 +184,19 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->splits = pieces;
     else
         p->split_tiles = max_tiles;
+}
+
+// Heads per warpgroup of fp8wg over fp8_ds_mla rows. Each item widens every V value it
+// reads once, so halving its heads doubles the widening per token (v93: 38% of the
+// rate), which costs more than the idle WG slots the larger tile leaves (v95: 16 heads
+// +21-34% at decode b64). Only when even items split to one KV tile each could not fill
+// the GPU's WG slots does the smaller tile pay (b2: -10% with 16).
+int ds_wg_heads(const smla_problem *pr, int64_t work_slots)
+{
+    const int heads = pr->num_heads < fp8wg::kDsMaxHeads ? pr->num_heads : fp8wg::kDsMaxHeads;
+    const int64_t one_tile_items = pr->num_tokens * (pr->num_heads / heads) * max_kv_tiles(pr, fp8wg::kRows);
+    return one_tile_items >= work_slots ? heads
+                                        : smla_heads_per_cta(pr->num_tokens, pr->num_heads, work_slots, fp8wg::kDsMaxHeads);
 }
 
 bool is_fp8_pool(const smla_index_set &set)
@@ -207,15 +226,15 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // (their arithmetic differs from the other kernels', so a batch-dependent choice would
     // break bit-identity). 8-32 heads: FP8 queries over `fp8` rows, heads per warpgroup
     // (at most 32: a WG holds O^T for 512 dims), enough work items for every SM (two WGs
-    // each); over fp8_ds_mla rows the same kernel with at most 16 heads per warpgroup;
-    // otherwise the entries-on-M BF16 kernel. Each computes every head alike whatever the
-    // head tile.
+    // each); over fp8_ds_mla rows the same kernel with at most 16 heads per warpgroup
+    // (ds_wg_heads); otherwise the entries-on-M BF16 kernel. Each computes every head
+    // alike whatever the head tile.
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
     const bool ds_wg = !fp8_path && q_fp8 && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
     const bool fp8_wg = (fp8_path && !on_m) || ds_wg; // ds_wg excludes on_m itself
-    p.heads_per_cta = on_m     ? heads_on_m::kHeads
-                      : fp8_wg ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count,
-                                                    ds_wg ? fp8wg::kDsMaxHeads : 32)
+    p.heads_per_cta = on_m    ? heads_on_m::kHeads
+                      : ds_wg ? ds_wg_heads(pr, 2 * ctx->sm_count)
+                      : fp8_wg ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
                                : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
     p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
     choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, on_m ? 2 : 1, &p);
