@@ -15,8 +15,9 @@
 #               (fp8_ds_mla and BF16 rows), the gather ceilings, then one launch of each
 #               attention kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
 #               per-SASS-line stall samples (read them with scripts/sass_stalls.py); the
-#               kernel durations of small decode batches. PROFILE_DECODE=1: only the two
-#               decode profiles
+#               kernel durations of small decode batches; FP8 queries over fp8_ds_mla at 16
+#               heads (fp8wg). PROFILE_ONLY=NAME[,NAME...]: only those (ds_decode_b128,
+#               bf16_decode_b128, fp8_h64, bf16_h64, fp8_h16, fp8_ds_h16, decode_kernels)
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets, the gather ceilings (bench_gather), the
@@ -311,22 +312,25 @@ profile)
     profile() {
         local name=$1 skip=$2
         shift 2
+        wanted "$name" || return 0
         step "profile_$name" ncu --clock-control none --kernel-name regex:^kernel --launch-skip "$skip" \
             --launch-count 1 --set full --import-source no -f -o "$out/$name" "$smla" bench --iters 1 "$@" &&
             step "details_$name" ncu --import "$out/$name.ncu-rep" --page details &&
             step "sass_$name" ncu --import "$out/$name.ncu-rep" --page source --csv --print-source sass
     }
+    wanted() { [ -z "${PROFILE_ONLY:-}" ] || [[ ",$PROFILE_ONLY," == *",$1,"* ]]; }
     # bf16m at decode batch 128 (launches 8-11: batches 2 and 64 come first, four launches
     # each with --iters 1), over fp8_ds_mla rows and over BF16 rows.
     profile ds_decode_b128 10 --preset decode-v41-flash-tp1 --kv fp8_ds_mla
     profile bf16_decode_b128 10 --preset decode-v41-flash-tp1 --kv bf16
-    if [ "${PROFILE_DECODE:-0}" != 1 ]; then
-        step bench_gather "$build/bench/bench_gather"
-        profile fp8_h64 2 --preset flashmla-shapes
-        profile bf16_h64 2 --preset flashmla-shapes --q bf16 --kv bf16
-        profile fp8_h16 2 --preset v41-flash-tp4
-        # Decode at small batches: how the time splits between the attention kernel and
-        # the combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
+    [ -z "${PROFILE_ONLY:-}" ] && step bench_gather "$build/bench/bench_gather"
+    profile fp8_h64 2 --preset flashmla-shapes
+    profile bf16_h64 2 --preset flashmla-shapes --q bf16 --kv bf16
+    profile fp8_h16 2 --preset v41-flash-tp4
+    profile fp8_ds_h16 2 --preset v41-flash-tp4 --kv fp8_ds_mla
+    # Decode at small batches: how the time splits between the attention kernel and the
+    # combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
+    if wanted decode_kernels; then
         for kv in fp8 fp8_ds_mla; do
             step "decode_kernels_$kv" ncu --metrics gpu__time_duration.sum --launch-count 24 \
                 "$smla" bench --iters 1 --preset decode-v41-flash-tp1 --kv $kv
