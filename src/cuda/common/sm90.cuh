@@ -115,6 +115,15 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, int src
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(src_bytes)
                  : "memory");
 }
+// cp_async16 where `pred` holds, as one predicated instruction: a branch around the call
+// would split the warp (and ptxas repeats its LDGSTS preamble on each path).
+__device__ __forceinline__ void cp_async16_if(bool pred, void *smem, const void *gmem, int src_bytes)
+{
+    const uint32_t dst = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %3, 0;\n@p cp.async.cg.shared.global [%0], [%1], 16, %2;\n}\n" ::"r"(dst),
+                 "l"(gmem), "r"(src_bytes), "r"(static_cast<int>(pred))
+                 : "memory");
+}
 // A hint to bring the 128-byte line holding `gmem` into L2 (no register, no wait).
 __device__ __forceinline__ void prefetch_l2(const void *gmem)
 {

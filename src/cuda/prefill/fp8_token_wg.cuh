@@ -174,14 +174,17 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
     }
 
     // An fp8_ds_mla tile (kDs): warp w copies rows row0 + w + 4k of this WG's share, lane c
-    // the row's 16-byte data chunk c (NoPE chunks 0-27 to columns 16c, RoPE chunks 28-35 to
-    // 16c + 64), lanes 0-3 also chunks 32-35 and lane 4 the 8 scale bytes. As in load_tile,
-    // the rows' swizzle takes two values, so two precomputed offsets serve each chunk. Rows
-    // without an address are zero-filled, their scales included.
+    // the row's 16-byte data chunk c (NoPE chunks 0-27 to columns 16c, RoPE chunks 28-31 to
+    // 16c + 64) and lanes 0-3 also chunk 32 + c (RoPE, 512 bytes further in the row, to
+    // columns 16c + 576) by a predicated copy, so that the warp never diverges. Threads tid
+    // < kMine (whole warps) copy their row's 8 scale bytes. As in load_tile, the rows'
+    // swizzle takes two values, so two precomputed offsets serve each chunk. Rows without an
+    // address are zero-filled, their scales included.
     __device__ void load_ds_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_info) const
     {
         constexpr int kExtra = kDsNopeChunks + kDsRopeChunks - 32; // lanes with a second chunk
-        const int r0 = row0(), c1 = lane, c2 = 32 + lane;
+        const int r0 = row0(), c1 = lane, c2 = 32 + lane % kExtra;
+        const bool extra = lane < kExtra;
         const int col1 = c1 < kDsNopeChunks ? 16 * c1 : 16 * c1 + 64, col2 = 16 * c2 + 64;
         uint8_t *dst1[2], *dst2[2];
 #pragma unroll
@@ -190,27 +193,25 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             dst1[h] = tile + (col1 >> 7) * (kRows * 128) + row * 128 + ((((col1 & 127) >> 4) ^ (warp + 4 * h)) << 4);
             dst2[h] = tile + (col2 >> 7) * (kRows * 128) + row * 128 + ((((col2 & 127) >> 4) ^ (warp + 4 * h)) << 4);
         }
+        if (tid < kMine) {
+            const uint64_t sa = scale_info[r0 + tid];
+            cp_async8(tile + L::kScaleOff + 8 * (r0 + tid), sa ? reinterpret_cast<const void *>(sa) : p.q, sa ? 8 : 0);
+        }
         static_assert((kMine / 4) % 4 == 0, "whole groups of four rows");
 #pragma unroll
         for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
-            uint64_t a[4], sa[4];
+            uint64_t a[4];
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
+            for (int i = 0; i < 4; i++)
                 a[i] = info[r0 + warp + 4 * (k0 + i)] & ~kRowTags;
-                sa[i] = scale_info[r0 + warp + 4 * (k0 + i)];
-            }
 #pragma unroll
             for (int i = 0; i < 4; i++) {
                 const int k = k0 + i, bytes = a[i] ? 16 : 0;
-                const uint64_t src = a[i] ? a[i] : reinterpret_cast<uint64_t>(p.q);
-                cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, reinterpret_cast<const void *>(src + (a[i] ? 16 * c1 : 0)),
-                           bytes);
-                if (lane < kExtra)
-                    cp_async16(dst2[k % 2] + (k / 2) * 8 * 128,
-                               reinterpret_cast<const void *>(src + (a[i] ? 16 * c2 : 0)), bytes);
-                else if (lane == kExtra)
-                    cp_async8(tile + L::kScaleOff + 8 * (r0 + warp + 4 * k),
-                              a[i] ? reinterpret_cast<const void *>(sa[i]) : p.q, a[i] ? 8 : 0);
+                // The second chunk is 16 * (c2 - c1) bytes further: one address serves both.
+                const uint8_t *src = a[i] ? reinterpret_cast<const uint8_t *>(a[i]) + 16 * c1
+                                          : static_cast<const uint8_t *>(p.q);
+                cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, src, bytes);
+                cp_async16_if(extra, dst2[k % 2] + (k / 2) * 8 * 128, src + 512, bytes);
             }
         }
     }
