@@ -17,6 +17,8 @@
 #define DEFAULT_ITERS 20
 #define MAX_CAPS 8
 #define MAX_BATCH 512 /* requests of a decode batch (each with its own 8192-token cache) */
+#define TEXT(x) #x
+#define NUMBER_TEXT(x) TEXT(x)
 #define MAX_SPLITS 3
 
 static const char usage_text[] =
@@ -149,11 +151,11 @@ static int split_item(const char *entry, bench_options *o)
 static int batch_item(const char *entry, bench_options *o)
 {
     if (o->num_batches == SMLA_BENCH_MAX_BATCHES)
-        return bad_option("--batch: at most 8 batch sizes, not '%s'", entry), 0;
+        return bad_option("--batch: at most " NUMBER_TEXT(SMLA_BENCH_MAX_BATCHES) " batch sizes, not '%s'", entry), 0;
     char *end = NULL;
     const long value = strtol(entry, &end, 10);
     if (entry[0] < '0' || entry[0] > '9' || *end != '\0' || value < 1 || value > MAX_BATCH)
-        return bad_option("--batch: '%s' is not a number of requests in [1, 512]", entry), 0;
+        return bad_option("--batch: '%s' is not a number of requests in [1, " NUMBER_TEXT(MAX_BATCH) "]", entry), 0;
     o->batches[o->num_batches++] = (int32_t)value;
     return 1;
 }

@@ -186,11 +186,11 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->split_tiles = max_tiles;
 }
 
-// Heads per warpgroup of fp8wg over fp8_ds_mla rows. Each item widens every V value it
-// reads once, so halving its heads doubles the widening per token (v93: 38% of the
-// rate), which costs more than the idle WG slots the larger tile leaves (v95: 16 heads
-// +21-34% at decode b64). Only when even items split to one KV tile each could not fill
-// the GPU's WG slots does the smaller tile pay (b2: -10% with 16).
+// Heads per warpgroup of fp8wg over fp8_ds_mla rows. An item's gather, S, softmax and V
+// widening cost the same at 8 heads as at 16, so halving the heads doubles them per token
+// (v93: 38% of the rate), which costs more than the idle WG slots the larger tile leaves
+// (v96: +9-91% at decode b16-b64). Only when even items split to one KV tile each could
+// not fill the GPU's WG slots does the smaller tile pay (b2: -10% with 16, v95).
 int ds_wg_heads(const smla_problem *pr, int64_t work_slots)
 {
     const int heads = pr->num_heads < fp8wg::kDsMaxHeads ? pr->num_heads : fp8wg::kDsMaxHeads;
