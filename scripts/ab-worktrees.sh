@@ -15,7 +15,10 @@ if ! ls "$root"/.deps/libcjson*.deb >/dev/null 2>&1; then
 fi
 for spec in "$@"; do
     name=${spec%%=*} patches=${spec#*=}
-    [ "$name" != "$spec" ] && [ -n "$name" ] && [ -n "$patches" ] || { echo "$0: '$spec' is not NAME=PATCH[+PATCH...]" >&2; exit 2; }
+    if [ "$name" = "$spec" ] || [ -z "$name" ] || [ -z "$patches" ]; then
+        echo "$0: '$spec' is not NAME=PATCH[+PATCH...]" >&2
+        exit 2
+    fi
     IFS=+ read -ra list <<<"$patches"
     for patch in "${list[@]}"; do
         [ -f "$root/docs/prepared/$patch.patch" ] || { echo "$0: no docs/prepared/$patch.patch" >&2; exit 2; }
