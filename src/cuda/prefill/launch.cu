@@ -93,6 +93,19 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
                                bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
+// kHT (8-32) heads per work item: fp8wg over `fp8` rows, or over fp8_ds_mla rows (ds_wg,
+// at most kDsMaxHeads heads), else the entries-on-M BF16 kernel.
+template <int kHT> cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg, cudaStream_t stream)
+{
+    if (fp8_path)
+        return launch_fp8<kHT, false>(p, stream);
+    if constexpr (kHT <= fp8wg::kDsMaxHeads) {
+        if (ds_wg)
+            return launch_fp8<kHT, true>(p, stream);
+    }
+    return launch_bf16<kHT>(p, stream);
+}
+
 // The heads-on-M kernels (fp8m, bf16m) walk the items with a CTA per SM when there are
 // more than two per SM, no token is split and the launch is not a plan's decodes alone
 // (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for a CTA's first one
@@ -124,15 +137,9 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool wal
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
-    case 8:
-        err = fp8_path ? launch_fp8<8, false>(p, stream) : ds_wg ? launch_fp8<8, true>(p, stream) : launch_bf16<8>(p, stream);
-        break;
-    case 16:
-        err = fp8_path ? launch_fp8<16, false>(p, stream)
-              : ds_wg  ? launch_fp8<16, true>(p, stream)
-                       : launch_bf16<16>(p, stream);
-        break;
-    case 32: err = fp8_path ? launch_fp8<32, false>(p, stream) : launch_bf16<32>(p, stream); break;
+    case 8: err = launch_head_tile<8>(p, fp8_path, ds_wg, stream); break;
+    case 16: err = launch_head_tile<16>(p, fp8_path, ds_wg, stream); break;
+    case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, stream); break;
     default:
         if (!fp8_path && walk)
             err = launch_heads_on_m(bf16m::kernel<true>, bf16m::Layout::kBytes, sm_count, p, stream);
