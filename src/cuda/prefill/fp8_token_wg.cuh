@@ -557,17 +557,22 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
                         __float2bfloat16_rn(s[i]);
             } else {
                 // Its byte in the swizzled [HT][128] planes is a per-thread base (one per i%2)
-                // plus constants.
+                // plus constants. Registers i and i + 2 (rows r_lo, r_lo + 8) are one head's
+                // entries k_lo and k_lo + 1, k_lo even: adjacent bytes, converted and stored
+                // as a pair.
                 const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
 #pragma unroll
                 for (int i = 0; i < kSReg; i++) {
+                    if ((i % 4) >= 2)
+                        continue;
                     const int c = 2 * (lane % 4) + i % 2;
-                    const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15) + (i % 4) / 2;
-                    const float v = s[i] * kPScale;
-                    const uint8_t hi = static_cast<uint8_t>(f32x2_to_e4m3x2(v, 0.f) & 0xFF);
-                    const uint8_t lo = static_cast<uint8_t>(f32x2_to_e4m3x2(v - e4m3_to_float(hi), 0.f) & 0xFF);
-                    ps[at] = hi;
-                    ps[L::kPPlane + at] = lo;
+                    const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15);
+                    const float v0 = s[i] * kPScale, v1 = s[i + 2] * kPScale;
+                    const uint16_t hi = f32x2_to_e4m3x2(v0, v1); // v0 in the low byte
+                    const uint32_t hi_h2 = e4m3x2_to_f16x2(hi);
+                    const float2 h = __half22float2(*reinterpret_cast<const __half2 *>(&hi_h2));
+                    *reinterpret_cast<uint16_t *>(ps + at) = hi;
+                    *reinterpret_cast<uint16_t *>(ps + L::kPPlane + at) = f32x2_to_e4m3x2(v0 - h.x, v1 - h.y);
                 }
             }
             fence_proxy_async();
