@@ -1,10 +1,10 @@
 // SM90 sparse MLA attention, FP8 path (E4M3 queries, `fp8` caches): every warpgroup (WG)
-// computes one token and kHT (8..32) of its heads, 64 KV entries (a tile) at a time; a
-// CTA holds kWGs such WGs. Heads are independent: each WG keeps its own softmax and
-// synchronises only its 128 threads, except for the tiles. When the token has an even
-// number of head groups, the CTA's two WGs take two groups of one token and share its
-// tiles (each copies half of every tile, four stages); otherwise each WG gathers its own
-// (three stages at 16 heads, two otherwise).
+// computes one token and kHT (8..32) of its heads, 64 KV entries (a tile) at a time.
+// Heads are independent: each WG keeps its own softmax and synchronises only its 128
+// threads, except for the tiles. When the token has an even number of head groups, a
+// CTA's two WGs take two groups of one token and share its tiles (each copies half of
+// every tile, four stages); otherwise a CTA is one WG gathering its own (three stages at
+// 16 heads, two otherwise), two or three CTAs per SM.
 //
 //   S^T[64 x HT]  = K[64 x 512] . Q^T     FP8 wgmma, both operands in shared memory
 //   O^T[512 x HT] += V^T[512 x 64] . P^T  FP8 wgmma, V^T fragments built in registers
@@ -80,23 +80,31 @@ template <int kHT, bool kShared, bool kDs> struct Layout {
     static constexpr int kWGBytes = kShared ? kOwnBytes : kTilesBytes + kOwnBytes;
 };
 
-// WGs per CTA: as many as shared memory holds (three only with 8 heads over `fp8` rows,
-// never shared).
-template <int kHT, bool kDs> constexpr int wgs_per_cta() { return kHT >= 16 || kDs ? 2 : 3; }
+// WGs per SM: as many as shared memory holds (three only with 8 heads over `fp8` rows).
+template <int kHT, bool kDs> constexpr int wgs_per_sm() { return kHT >= 16 || kDs ? 2 : 3; }
+// WGs per CTA: the two WGs of one token when they share its tiles, otherwise one. A CTA
+// of independent WGs would start them together (their first global loads stalling the
+// SM at once) and hold the slots of those that finish first until the last one ends.
+template <bool kShared> constexpr int wgs_per_cta() { return kShared ? 2 : 1; }
+template <int kHT, bool kShared, bool kDs> constexpr int ctas_per_sm() { return kShared ? 1 : wgs_per_sm<kHT, kDs>(); }
 template <int kHT, bool kShared, bool kDs> constexpr int smem_bytes()
 {
     using L = Layout<kHT, kShared, kDs>;
-    return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kHT, kDs>() * L::kWGBytes + 1024;
+    return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kShared>() * L::kWGBytes + 1024;
+}
+// A CTA takes at most 227 KB; an SM holds 228 KB, of which 1 KB per CTA is reserved.
+template <int kHT, bool kShared, bool kDs> constexpr bool fits_sm()
+{
+    return smem_bytes<kHT, kShared, kDs>() <= 227 * 1024 &&
+           ctas_per_sm<kHT, kShared, kDs>() * (smem_bytes<kHT, kShared, kDs>() + 1024) <= 228 * 1024;
 }
 // Heads per WG over fp8_ds_mla rows: at most 16 (two WGs of 32 heads, each with its own
 // two 41 KB stages, do not fit in shared memory).
 constexpr int kDsMaxHeads = 16;
-static_assert(smem_bytes<8, false, false>() <= 227 * 1024 && smem_bytes<16, false, false>() <= 227 * 1024 &&
-                  smem_bytes<32, false, false>() <= 227 * 1024 && smem_bytes<16, true, false>() <= 227 * 1024 &&
-                  smem_bytes<32, true, false>() <= 227 * 1024 && smem_bytes<8, false, true>() <= 227 * 1024 &&
-                  smem_bytes<16, false, true>() <= 227 * 1024 && smem_bytes<8, true, true>() <= 227 * 1024 &&
-                  smem_bytes<16, true, true>() <= 227 * 1024,
-              "shared memory per CTA");
+static_assert(fits_sm<8, false, false>() && fits_sm<16, false, false>() && fits_sm<32, false, false>() &&
+                  fits_sm<16, true, false>() && fits_sm<32, true, false>() && fits_sm<8, false, true>() &&
+                  fits_sm<16, false, true>() && fits_sm<8, true, true>() && fits_sm<16, true, true>(),
+              "shared memory per SM");
 
 // Register A fragments stay live until the wgmmas that read them are done: called after
 // the wait, so that no register of a fragment is reused while a wgmma may still read it.
@@ -641,14 +649,14 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
     }
 };
 
-// Unshared: work item i = ((token, head group), split), a CTA takes kWGs consecutive
-// items, so the WGs of one token run side by side and share its rows through L2.
-// Shared: CTA i = ((token, pair of head groups), split), WG w the pair's group w.
+// Unshared: CTA i is work item i = ((token, head group), split); consecutive items run
+// side by side and share a token's rows through L2. Shared: CTA i = ((token, pair of head
+// groups), split), WG w the pair's group w.
 template <int kHT, bool kShared, bool kDs>
-__global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT, kDs>(), 1) kernel(const __grid_constant__ AttentionParams p)
+__global__ void __launch_bounds__(kWGThreads *wgs_per_cta<kShared>(), (ctas_per_sm<kHT, kShared, kDs>()))
+    kernel(const __grid_constant__ AttentionParams p)
 {
     using L = Layout<kHT, kShared, kDs>;
-    static_assert(!kShared || wgs_per_cta<kHT, kDs>() == 2, "a shared CTA is two WGs of one token");
     grid_wait_then_allow_next();
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
@@ -660,11 +668,8 @@ __global__ void __launch_bounds__(kWGThreads * wgs_per_cta<kHT, kDs>(), 1) kerne
         split = blockIdx.x % p.splits;
         token_group = (pair / (groups / 2)) * groups + 2 * (pair % (groups / 2)) + wg;
     } else {
-        const int64_t item = int64_t(blockIdx.x) * wgs_per_cta<kHT, kDs>() + wg;
-        if (item >= p.num_tokens * groups * p.splits)
-            return;
-        token_group = item / p.splits;
-        split = item % p.splits;
+        token_group = blockIdx.x / p.splits;
+        split = blockIdx.x % p.splits;
     }
     uint8_t *tiles = kShared ? smem : smem + wg * L::kWGBytes;
     uint8_t *own = kShared ? smem + L::kTilesBytes + wg * L::kWGBytes : tiles + L::kTilesBytes;

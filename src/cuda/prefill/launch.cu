@@ -70,17 +70,23 @@ cudaError_t launch_programmatic(void (*kernel)(AttentionParams), int64_t ctas, i
 
 template <int kHT, bool kShared, bool kDs> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
 {
-    constexpr int wgs = fp8wg::wgs_per_cta<kHT, kDs>();
+    constexpr int wgs = fp8wg::wgs_per_cta<kShared>();
+    const auto kernel = fp8wg::kernel<kHT, kShared, kDs>;
+    // Two or three one-WG CTAs per SM need all of the SM's shared memory carveout.
+    const cudaError_t err =
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (err != cudaSuccess)
+        return err;
     const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
-    return launch_programmatic(fp8wg::kernel<kHT, kShared, kDs>, (items + wgs - 1) / wgs, fp8wg::kWGThreads * wgs,
-                               fp8wg::smem_bytes<kHT, kShared, kDs>(), p, stream);
+    return launch_programmatic(kernel, items / wgs, fp8wg::kWGThreads * wgs, fp8wg::smem_bytes<kHT, kShared, kDs>(), p,
+                               stream);
 }
 
-// The two WGs of a CTA share one token's tiles when they can: two WGs per CTA and an even
+// The two WGs of a CTA share one token's tiles when they can: two WGs per SM and an even
 // number of head groups (then the CTAs are exactly items / 2). kDs: fp8_ds_mla rows.
 template <int kHT, bool kDs> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
 {
-    if constexpr (fp8wg::wgs_per_cta<kHT, kDs>() == 2) {
+    if constexpr (fp8wg::wgs_per_sm<kHT, kDs>() == 2) {
         if ((p.num_heads / kHT) % 2 == 0)
             return launch_fp8_as<kHT, true, kDs>(p, stream);
     }
