@@ -253,20 +253,24 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
 
     // S over an fp8_ds_mla tile: the 14 NoPE K steps on FP8 wgmma, each step's fresh
     // accumulators times its block's scale for the thread's two rows, then the RoPE dims as
-    // one more part, four BF16 steps chained (BF16 wgmma accumulates in FP32). db: Q at K
-    // step 0, db_rope: Q's RoPE dims in BF16.
-    __device__ void score_ds(float (&s)[kSReg], const uint8_t *tile, SmemDesc db, SmemDesc db_rope) const
+    // one more part, four BF16 steps chained (BF16 wgmma accumulates in FP32). scales: the
+    // tile's scale table, db: Q at K step 0, db_rope: Q's RoPE dims in BF16.
+    __device__ void score_ds(float (&s)[kSReg], const uint8_t *tile, const float *scales, SmemDesc db,
+                             SmemDesc db_rope) const
     {
         constexpr int kNopeSteps = SMLA_DS_MLA_NOPE / 32, kParts = kNopeSteps + 1;
         const int r_lo = warp * 16 + lane / 4;
-        const uint2 sb[2] = {*reinterpret_cast<const uint2 *>(tile + L::kScaleOff + 8 * r_lo),
-                             *reinterpret_cast<const uint2 *>(tile + L::kScaleOff + 8 * (r_lo + 8))};
-        float scale[2][kNopeSteps / 2];
+        // The table's rows r_lo and r_lo + 8 (16 warp .. 16 warp + 15) were written by this
+        // warp's threads (one per half row): a warp barrier orders them before the reads.
+        __syncwarp();
+        float scale[2][8];
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-#pragma unroll
-            for (int k = 0; k < kNopeSteps / 2; k++)
-                scale[h][k] = ue8m0_to_float(static_cast<uint8_t>((k < 4 ? sb[h].x : sb[h].y) >> (8 * (k % 4))));
+        for (int h = 0; h < 2; h++) {
+            const float4 a = *reinterpret_cast<const float4 *>(scales + 8 * (r_lo + 8 * h)),
+                         b = *reinterpret_cast<const float4 *>(scales + 8 * (r_lo + 8 * h) + 4);
+            scale[h][0] = a.x, scale[h][1] = a.y, scale[h][2] = a.z, scale[h][3] = a.w;
+            scale[h][4] = b.x, scale[h][5] = b.y, scale[h][6] = b.z, scale[h][7] = b.w;
+        }
         const SmemDesc da = desc_sw128(tile, 0), da_rope = desc_sw128(tile + 4 * kRows * 128, 0);
 #pragma unroll
         for (int b = 0; b < kParts; b += kBatch) {
@@ -498,8 +502,8 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             fence_proxy_async();
             tile_sync(); // tile `it` landed; iteration it-1 is finished by every WG that reads it
             if constexpr (kDs) {
-                // The tile's block scales as floats, for P . V (read after the P barrier): a
-                // thread per half row.
+                // The tile's block scales as floats, for S (each warp reads the rows it wrote)
+                // and P . V (read after the P barrier): a thread per half row.
                 static_assert(kWGThreads * 4 == kRows * 8, "a thread per half row");
                 const uint32_t b = *reinterpret_cast<const uint32_t *>(tile + L::kScaleOff + 4 * tid);
                 *reinterpret_cast<float4 *>(scaletab + 4 * tid) =
@@ -518,7 +522,7 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
 
             float s[kSReg];
             if constexpr (kDs)
-                score_ds(s, tile, desc_q, desc_sw128(own + L::kQRopeOff, 0));
+                score_ds(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
             else
                 score(s, desc_sw128(tile, 0), desc_q);
 
