@@ -1,8 +1,8 @@
-// The widening of E4M3 data to BF16 (widen_chunk, with ue8m0_to_float scales) that the
-// BF16 kernels use for fp8 and fp8_ds_mla rows and FP8 queries, bit for bit against the
-// host's conversions: every E4M3 code in every position of a 16-value chunk, under every
-// UE8M0 scale byte (subnormal inputs and results, overflow to inf, NaN codes and the NaN
-// scale).
+// The widening of E4M3 data to BF16 (widen_chunk: the values exactly, then one BF16
+// multiply by a ue8m0_to_float scale) that the BF16 kernels use for fp8 and fp8_ds_mla
+// rows and FP8 queries, bit for bit against the host's conversions: every E4M3 code in
+// every position of a 16-value chunk, under every UE8M0 scale byte (subnormal inputs and
+// results, overflow to inf, NaN codes and the NaN scale).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -294,15 +294,28 @@ __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t v)
     asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(v));
     return h2;
 }
-// Two E4M3 (low byte first) times a power-of-two scale to two BF16 packed in a word
-// (via f16 and f32: exact unless the product leaves BF16's range).
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
+// Two E4M3 (low byte first) to two BF16 packed in a word, exactly (via f16 and f32).
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v)
 {
     const uint32_t h2 = e4m3x2_to_f16x2(v);
     const __half2 h = *reinterpret_cast<const __half2 *>(&h2);
     const float2 f = __half22float2(h);
-    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * scale, f.y * scale);
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
     return *reinterpret_cast<const uint32_t *>(&b);
+}
+// Two BF16 (a word) times a UE8M0 scale (a power of two or NaN, so exact in BF16), both
+// in one BF16 multiply: the product is rounded once, as an f32 multiply followed by a
+// rounding to BF16 would round it (BF16 arithmetic keeps subnormals; gpu_test_widen_exact
+// checks every code under every scale).
+__device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, float scale)
+{
+    const __nv_bfloat162 b = __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&w), __float2bfloat162_rn(scale));
+    return *reinterpret_cast<const uint32_t *>(&b);
+}
+// Two E4M3 times a UE8M0 scale to two BF16: exact unless the product leaves BF16's range.
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
+{
+    return bf16x2_times(e4m3x2_to_bf16x2(v), scale);
 }
 
 // Two BF16 values (the low half first) as floats, exactly.

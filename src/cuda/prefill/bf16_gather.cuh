@@ -11,25 +11,32 @@
 
 namespace smla {
 
-// 16 E4M3 values widened to BF16 times `scale`, exactly: the first 8 in lo, the rest in hi.
-__device__ __forceinline__ void widen_chunk(uint4 v, float scale, uint4 &lo, uint4 &hi)
+// 16 E4M3 values widened to BF16, exactly: the first 8 in lo, the rest in hi.
+__device__ __forceinline__ void widen_chunk(uint4 v, uint4 &lo, uint4 &hi)
 {
     const uint32_t w[4] = {v.x, v.y, v.z, v.w};
     uint32_t o[8];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]), scale);
-        o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16), scale);
+        o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]));
+        o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16));
     }
     lo = make_uint4(o[0], o[1], o[2], o[3]);
     hi = make_uint4(o[4], o[5], o[6], o[7]);
 }
-// Raw chunk j of `row` (16 E4M3 values `v`, read from BF16 chunk 2j of a tile of `rows`
-// rows) widened to BF16 times `scale`, exactly, into BF16 chunks 2j and 2j + 1.
-__device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, int j, uint4 v, float scale)
+// The same times a UE8M0 `scale`, exactly unless a product leaves BF16's range.
+__device__ __forceinline__ void widen_chunk(uint4 v, float scale, uint4 &lo, uint4 &hi)
 {
-    uint4 lo, hi;
-    widen_chunk(v, scale, lo, hi);
+    widen_chunk(v, lo, hi);
+    lo = make_uint4(bf16x2_times(lo.x, scale), bf16x2_times(lo.y, scale), bf16x2_times(lo.z, scale),
+                    bf16x2_times(lo.w, scale));
+    hi = make_uint4(bf16x2_times(hi.x, scale), bf16x2_times(hi.y, scale), bf16x2_times(hi.z, scale),
+                    bf16x2_times(hi.w, scale));
+}
+// Raw chunk j of `row` (read from BF16 chunk 2j of a tile of `rows` rows), widened to
+// lo, hi, into BF16 chunks 2j and 2j + 1.
+__device__ __forceinline__ void store_widened(uint8_t *tile, int rows, int row, int j, uint4 lo, uint4 hi)
+{
     *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j)) = lo;
     *reinterpret_cast<uint4 *>(tile + tile_offset(rows, row, 32 * j + 16)) = hi;
 }
@@ -68,8 +75,11 @@ __device__ __forceinline__ void widen_raw_chunks(uint8_t *tile, const uint8_t *s
 #pragma unroll
     for (int i = 0; i < kN; i++) {
         const bool ds = tag[i] & kRowDsMla;
-        if ((tag[i] & kRowE4M3) || (ds && j[i] < kDsNopeChunks))
-            store_widened(tile, rows, row[i], j[i], v[i], ds ? ue8m0_to_float(scale[i]) : 1.f);
+        if ((tag[i] & kRowE4M3) || (ds && j[i] < kDsNopeChunks)) {
+            uint4 lo, hi;
+            widen_chunk(v[i], ds ? ue8m0_to_float(scale[i]) : 1.f, lo, hi);
+            store_widened(tile, rows, row[i], j[i], lo, hi);
+        }
     }
 }
 
@@ -186,7 +196,9 @@ template <int kRows, int kThreads> struct Bf16Gather {
 #pragma unroll
             for (int k = 0; k < kChunks; k++) {
                 const int c = tid + k * kThreads;
-                store_widened(qs, kHT, c / 32, c % 32, v[k], 1.f);
+                uint4 lo, hi;
+                widen_chunk(v[k], lo, hi);
+                store_widened(qs, kHT, c / 32, c % 32, lo, hi);
             }
         } else {
             const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;

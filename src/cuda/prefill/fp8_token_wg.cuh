@@ -468,10 +468,10 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             // Q's RoPE dims (E4M3, 448-511) widened to BF16 for S's BF16 steps: 8 values a thread.
             for (int c = tid; c < kHT * 8; c += kWGThreads) {
                 const uint2 v = *reinterpret_cast<const uint2 *>(qsrc + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
-                const uint4 w = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x), 1.f),
-                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16), 1.f),
-                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y), 1.f),
-                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16), 1.f));
+                const uint4 w = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x)),
+                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16)),
+                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y)),
+                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16)));
                 *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) = w;
             }
         }
