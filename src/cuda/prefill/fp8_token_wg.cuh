@@ -31,6 +31,11 @@
 // in registers (exact), and P is one BF16 plane, so the block scale, which varies along
 // wgmma's K (the entries), is applied where each value is read. BF16 P . V does the same
 // tensor work as the two E4M3 planes.
+// BF16 queries over fp8_ds_mla rows (kBf16Q): the same, but S takes the NoPE dims on BF16
+// wgmma with K from registers, the rows' E4M3 values widened exactly (no scale), a 64-dim
+// block's four K steps chained in FP32 and then times the block's scale per entry. Q is
+// stored in the K order that lets each thread read its fragments' values 8 bytes at a
+// time (q_nope_position).
 #pragma once
 #include <cstdint>
 
@@ -51,7 +56,7 @@ constexpr float kPScale = 256.0f;
 // WGs work on one token (kShared: two head groups of it), to the CTA: each WG then copies
 // half of every tile's rows, each row is fetched once for both, and the memory saved
 // holds four stages instead of two.
-template <int kHT, bool kShared, bool kDs> struct Layout {
+template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     // Stages: as many as shared memory holds (two WGs of 16 heads fit three each).
     static constexpr int kStages = kShared ? 4 : kHT == 16 && !kDs ? 3 : 2;
     // fp8_ds_mla: tile_offset columns 0-447 hold the NoPE bytes, 512-639 the RoPE values
@@ -64,7 +69,7 @@ template <int kHT, bool kShared, bool kDs> struct Layout {
     static constexpr int kRowInfoOff = kStages * kTileBytes;        // within the tiles' part
     static constexpr int kScaleRowOff = kRowInfoOff + kRowSlots * kRows * 8;
     // One WG's own part.
-    static constexpr int kQBytes = kHT * 512;
+    static constexpr int kQBytes = kBf16Q ? kHT * SMLA_DS_MLA_NOPE * 2 : kHT * 512; // BF16 Q: its NoPE dims
     static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
@@ -87,33 +92,46 @@ template <int kHT, bool kDs> constexpr int wgs_per_sm() { return kHT >= 16 || kD
 // SM at once) and hold the slots of those that finish first until the last one ends.
 template <bool kShared> constexpr int wgs_per_cta() { return kShared ? 2 : 1; }
 template <int kHT, bool kShared, bool kDs> constexpr int ctas_per_sm() { return kShared ? 1 : wgs_per_sm<kHT, kDs>(); }
-template <int kHT, bool kShared, bool kDs> constexpr int smem_bytes()
+template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> constexpr int smem_bytes()
 {
-    using L = Layout<kHT, kShared, kDs>;
+    using L = Layout<kHT, kShared, kDs, kBf16Q>;
     return (kShared ? L::kTilesBytes : 0) + wgs_per_cta<kShared>() * L::kWGBytes + 1024;
 }
 // A CTA takes at most 227 KB; an SM holds 228 KB, of which 1 KB per CTA is reserved.
-template <int kHT, bool kShared, bool kDs> constexpr bool fits_sm()
+template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> constexpr bool fits_sm()
 {
-    return smem_bytes<kHT, kShared, kDs>() <= 227 * 1024 &&
-           ctas_per_sm<kHT, kShared, kDs>() * (smem_bytes<kHT, kShared, kDs>() + 1024) <= 228 * 1024;
+    return smem_bytes<kHT, kShared, kDs, kBf16Q>() <= 227 * 1024 &&
+           ctas_per_sm<kHT, kShared, kDs>() * (smem_bytes<kHT, kShared, kDs, kBf16Q>() + 1024) <= 228 * 1024;
 }
 // Heads per WG over fp8_ds_mla rows: at most 16 (two WGs of 32 heads, each with its own
 // two 41 KB stages, do not fit in shared memory).
 constexpr int kDsMaxHeads = 16;
 static_assert(fits_sm<8, false, false>() && fits_sm<16, false, false>() && fits_sm<32, false, false>() &&
                   fits_sm<16, true, false>() && fits_sm<32, true, false>() && fits_sm<8, false, true>() &&
-                  fits_sm<16, false, true>() && fits_sm<8, true, true>() && fits_sm<16, true, true>(),
+                  fits_sm<16, false, true>() && fits_sm<8, true, true>() && fits_sm<16, true, true>() &&
+                  fits_sm<8, false, true, true>() && fits_sm<16, false, true, true>() && fits_sm<8, true, true, true>() &&
+                  fits_sm<16, true, true, true>(),
               "shared memory per SM");
 
 // Register A fragments stay live until the wgmmas that read them are done: called after
 // the wait, so that no register of a fragment is reused while a wgmma may still read it.
-template <int N> __device__ __forceinline__ void keep_live(const uint4 (&frag)[N][2])
+template <int N, int M> __device__ __forceinline__ void keep_live(const uint4 (&frag)[N][M])
 {
 #pragma unroll
     for (int n = 0; n < N; n++)
-        asm volatile("" ::"r"(frag[n][0].x), "r"(frag[n][0].y), "r"(frag[n][0].z), "r"(frag[n][0].w),
-                     "r"(frag[n][1].x), "r"(frag[n][1].y), "r"(frag[n][1].z), "r"(frag[n][1].w));
+#pragma unroll
+        for (int m = 0; m < M; m++)
+            asm volatile("" ::"r"(frag[n][m].x), "r"(frag[n][m].y), "r"(frag[n][m].z), "r"(frag[n][m].w));
+}
+
+// BF16 Q's NoPE dims in S's K order (kBf16Q): within each 32-dim chunk, dims 8q + 4s + 2h
+// and + 1 sit at K positions 16s + 8h + 2q and + 1, so that the thread holding K rows'
+// positions 2q, 2q + 1, 2q + 8, 2q + 9 of the chunk's two K steps (s = 0, 1) reads their
+// values as the 8 consecutive bytes 8q .. 8q + 7 of each row. `word` is the pair of dims
+// 8j + 2m, + 1 of a head (j: which 8 dims): its byte in the head's row.
+__device__ __forceinline__ constexpr int q_nope_position(int j, int m)
+{
+    return 2 * (32 * (j / 4) + 16 * (m / 2) + 8 * (m % 2) + 2 * (j % 4));
 }
 
 // Position in the O^T wgmma's K order of tile row r (see the header comment).
@@ -123,9 +141,10 @@ __device__ __forceinline__ int k_of_row(int r)
     return step * 32 + (rr & 1) * 16 + (rr / 2) * 4 + i;
 }
 
-template <int kHT, bool kShared, bool kDs> struct TokenWG {
+template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     static_assert(!kDs || kHT <= kDsMaxHeads, "heads per WG over fp8_ds_mla rows");
-    using L = Layout<kHT, kShared, kDs>;
+    static_assert(!kBf16Q || kDs, "BF16 queries only over fp8_ds_mla rows");
+    using L = Layout<kHT, kShared, kDs, kBf16Q>;
     static constexpr int kMine = kShared ? kRows / 2 : kRows; // rows of each tile this WG copies
     static constexpr int kSReg = kHT / 2;            // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;            // heads per thread
@@ -251,6 +270,21 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
         }
     }
 
+    // The block scales of rows r_lo and r_lo + 8 from the tile's scale table. Those rows
+    // (16 warp .. 16 warp + 15) were written by this warp's threads (one per half row): a
+    // warp barrier orders them before the reads.
+    __device__ static void row_scales(const float *scales, int r_lo, float (&scale)[2][8])
+    {
+        __syncwarp();
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const float4 a = *reinterpret_cast<const float4 *>(scales + 8 * (r_lo + 8 * h)),
+                         b = *reinterpret_cast<const float4 *>(scales + 8 * (r_lo + 8 * h) + 4);
+            scale[h][0] = a.x, scale[h][1] = a.y, scale[h][2] = a.z, scale[h][3] = a.w;
+            scale[h][4] = b.x, scale[h][5] = b.y, scale[h][6] = b.z, scale[h][7] = b.w;
+        }
+    }
+
     // S over an fp8_ds_mla tile: the 14 NoPE K steps on FP8 wgmma, each step's fresh
     // accumulators times its block's scale for the thread's two rows, then the RoPE dims as
     // one more part, four BF16 steps chained (BF16 wgmma accumulates in FP32). scales: the
@@ -260,17 +294,8 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
     {
         constexpr int kNopeSteps = SMLA_DS_MLA_NOPE / 32, kParts = kNopeSteps + 1;
         const int r_lo = warp * 16 + lane / 4;
-        // The table's rows r_lo and r_lo + 8 (16 warp .. 16 warp + 15) were written by this
-        // warp's threads (one per half row): a warp barrier orders them before the reads.
-        __syncwarp();
         float scale[2][8];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const float4 a = *reinterpret_cast<const float4 *>(scales + 8 * (r_lo + 8 * h)),
-                         b = *reinterpret_cast<const float4 *>(scales + 8 * (r_lo + 8 * h) + 4);
-            scale[h][0] = a.x, scale[h][1] = a.y, scale[h][2] = a.z, scale[h][3] = a.w;
-            scale[h][4] = b.x, scale[h][5] = b.y, scale[h][6] = b.z, scale[h][7] = b.w;
-        }
+        row_scales(scales, r_lo, scale);
         const SmemDesc da = desc_sw128(tile, 0), da_rope = desc_sw128(tile + 4 * kRows * 128, 0);
 #pragma unroll
         for (int b = 0; b < kParts; b += kBatch) {
@@ -299,6 +324,86 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
                 for (int i = 0; i < kSReg; i++) {
                     const float f = ks < kNopeSteps ? scale[(i % 4) / 2][ks / 2] : 1.f;
                     s[i] = ks == 0 ? part[j][i] * f : fmaf(part[j][i], f, s[i]);
+                }
+            }
+        }
+    }
+
+    // S over an fp8_ds_mla tile under BF16 queries (kBf16Q): per 64-dim NoPE block, four BF16
+    // K steps chained in FP32 with A from registers (the thread's rows r_lo, r_lo + 8, their
+    // bytes 8q .. 8q + 7 of each 32-dim chunk widened exactly: q_nope_position) and Q (db)
+    // from shared memory, then times the block's scale per entry; the RoPE dims as one more
+    // part, as in score_ds. Four parts share one wait.
+    __device__ void score_ds_bf16(float (&s)[kSReg], const uint8_t *tile, const float *scales, SmemDesc db,
+                                  SmemDesc db_rope) const
+    {
+        constexpr int kBlocks = SMLA_DS_MLA_NOPE / 64, kParts = kBlocks + 1, kPer = 4;
+        const int g = lane / 4, q = lane % 4, r_lo = warp * 16 + g;
+        // Chunk c of row r_lo: block c / 4, 16-byte chunk 2 (c % 4) + q / 2 swizzled by the
+        // row's r % 8 = g, byte 8 (q % 2); row r_lo + 8 is 8 rows (1 KB) further.
+        const uint8_t *row = tile + r_lo * 128 + 8 * (q % 2);
+        int off[4];
+#pragma unroll
+        for (int m = 0; m < 4; m++)
+            off[m] = ((2 * m + q / 2) ^ g) << 4;
+        float scale[2][8];
+        row_scales(scales, r_lo, scale);
+        const SmemDesc da_rope = desc_sw128(tile + 4 * kRows * 128, 0);
+#pragma unroll
+        for (int b = 0; b < kParts; b += kPer) {
+            uint4 frag[kPer][4]; // per block: its four K steps' A fragments
+            float part[kPer][kSReg];
+#pragma unroll
+            for (int j = 0; j < kPer; j++) {
+                const int blk = b + j;
+                if (blk >= kBlocks)
+                    continue;
+#pragma unroll
+                for (int cc = 0; cc < 2; cc++) {
+                    const int c = 2 * blk + cc;
+                    const uint8_t *at = row + (c / 4) * (kRows * 128) + off[c % 4];
+                    const uint2 lo = *reinterpret_cast<const uint2 *>(at), hi = *reinterpret_cast<const uint2 *>(at + 8 * 128);
+                    const uint32_t wl[4] = {e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.x)),
+                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.x >> 16)),
+                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.y)),
+                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.y >> 16))};
+                    const uint32_t wh[4] = {e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.x)),
+                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.x >> 16)),
+                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.y)),
+                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.y >> 16))};
+                    // A registers: (row r_lo, K 2q..), (r_lo + 8, 2q..), (r_lo, 2q + 8..), (r_lo + 8, 2q + 8..).
+                    frag[j][2 * cc] = make_uint4(wl[0], wh[0], wl[1], wh[1]);
+                    frag[j][2 * cc + 1] = make_uint4(wl[2], wh[2], wl[3], wh[3]);
+                }
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int j = 0; j < kPer; j++) {
+                const int blk = b + j;
+                if (blk < kBlocks) {
+#pragma unroll
+                    for (int st = 0; st < 4; st++)
+                        WgmmaBf16RS<kHT>::run(part[j], frag[j][st], db + k_step_units(4 * blk + st, kHT), st > 0);
+                } else if (blk == kBlocks) {
+#pragma unroll
+                    for (int r = 0; r < 4; r++)
+                        WgmmaBf16SS<kHT>::run(part[j], da_rope + k_step_units(r, kRows), db_rope + k_step_units(r, kHT),
+                                              r > 0);
+                }
+            }
+            wgmma_commit();
+            wgmma_wait<0>();
+            keep_live(frag);
+#pragma unroll
+            for (int j = 0; j < kPer; j++) {
+                const int blk = b + j;
+                if (blk >= kParts)
+                    continue;
+                fence_regs(part[j]);
+#pragma unroll
+                for (int i = 0; i < kSReg; i++) {
+                    const float f = blk < kBlocks ? scale[(i % 4) / 2][blk] : 1.f;
+                    s[i] = blk == 0 ? part[j][i] * f : fmaf(part[j][i], f, s[i]);
                 }
             }
         }
@@ -461,18 +566,37 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             }
         }
         tile_sync();
-        const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
-        for (int c = tid; c < kHT * 32; c += kWGThreads)
-            cp_async16(qs + tile_offset(kHT, c / 32, (c % 32) * 16), qsrc + (c / 32) * 512 + (c % 32) * 16, 16);
-        if constexpr (kDs) {
-            // Q's RoPE dims (E4M3, 448-511) widened to BF16 for S's BF16 steps: 8 values a thread.
-            for (int c = tid; c < kHT * 8; c += kWGThreads) {
-                const uint2 v = *reinterpret_cast<const uint2 *>(qsrc + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
-                const uint4 w = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x)),
-                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16)),
-                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y)),
-                                           e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16)));
-                *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) = w;
+        if constexpr (kBf16Q) {
+            // BF16 Q: the NoPE dims in S's K order (q_nope_position), 8 a thread at a time;
+            // the RoPE dims as they lie. Stored before the first tile barrier.
+            constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 8;
+            const uint16_t *q16 = static_cast<const uint16_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+            for (int c = tid; c < kHT * kNopeVecs; c += kWGThreads) {
+                const int head = c / kNopeVecs, j = c % kNopeVecs;
+                const uint4 v = *reinterpret_cast<const uint4 *>(q16 + head * 512 + 8 * j);
+                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+                for (int m = 0; m < 4; m++)
+                    *reinterpret_cast<uint32_t *>(qs + tile_offset(kHT, head, q_nope_position(j, m))) = w[m];
+            }
+            for (int c = tid; c < kHT * 8; c += kWGThreads)
+                *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) =
+                    *reinterpret_cast<const uint4 *>(q16 + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
+        } else {
+            const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+            for (int c = tid; c < kHT * 32; c += kWGThreads)
+                cp_async16(qs + tile_offset(kHT, c / 32, (c % 32) * 16), qsrc + (c / 32) * 512 + (c % 32) * 16, 16);
+            if constexpr (kDs) {
+                // Q's RoPE dims (E4M3, 448-511) widened to BF16 for S's BF16 steps: 8 values a
+                // thread.
+                for (int c = tid; c < kHT * 8; c += kWGThreads) {
+                    const uint2 v = *reinterpret_cast<const uint2 *>(qsrc + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
+                    const uint4 w = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x)),
+                                               e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16)),
+                                               e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y)),
+                                               e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16)));
+                    *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) = w;
+                }
             }
         }
         for (int i = 0; i < kStages - 1; i++) {
@@ -521,7 +645,9 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
             const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
-            if constexpr (kDs)
+            if constexpr (kBf16Q)
+                score_ds_bf16(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
+            else if constexpr (kDs)
                 score_ds(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
             else
                 score(s, desc_sw128(tile, 0), desc_q);
@@ -656,11 +782,11 @@ template <int kHT, bool kShared, bool kDs> struct TokenWG {
 // Unshared: CTA i is work item i = ((token, head group), split); consecutive items run
 // side by side and share a token's rows through L2. Shared: CTA i = ((token, pair of head
 // groups), split), WG w the pair's group w.
-template <int kHT, bool kShared, bool kDs>
+template <int kHT, bool kShared, bool kDs, bool kBf16Q = false>
 __global__ void __launch_bounds__(kWGThreads *wgs_per_cta<kShared>(), (ctas_per_sm<kHT, kShared, kDs>()))
     kernel(const __grid_constant__ AttentionParams p)
 {
-    using L = Layout<kHT, kShared, kDs>;
+    using L = Layout<kHT, kShared, kDs, kBf16Q>;
     grid_wait_then_allow_next();
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
@@ -677,7 +803,7 @@ __global__ void __launch_bounds__(kWGThreads *wgs_per_cta<kShared>(), (ctas_per_
     }
     uint8_t *tiles = kShared ? smem : smem + wg * L::kWGBytes;
     uint8_t *own = kShared ? smem + L::kTilesBytes + wg * L::kWGBytes : tiles + L::kTilesBytes;
-    const TokenWG<kHT, kShared, kDs> w{p, tiles, own, wg, tid, tid / 32, tid % 32};
+    const TokenWG<kHT, kShared, kDs, kBf16Q> w{p, tiles, own, wg, tid, tid / 32, tid % 32};
     w.run(token_group / groups, static_cast<int>(token_group % groups) * kHT, static_cast<int>(split));
 }
 

@@ -68,29 +68,37 @@ cudaError_t launch_programmatic(void (*kernel)(AttentionParams), int64_t ctas, i
     return cudaLaunchKernelEx(&config, kernel, p);
 }
 
-template <int kHT, bool kShared, bool kDs> cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
+template <int kHT, bool kShared, bool kDs, bool kBf16Q>
+cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
 {
     constexpr int wgs = fp8wg::wgs_per_cta<kShared>();
-    const auto kernel = fp8wg::kernel<kHT, kShared, kDs>;
+    const auto kernel = fp8wg::kernel<kHT, kShared, kDs, kBf16Q>;
     // Two or three one-WG CTAs per SM need all of the SM's shared memory carveout.
     const cudaError_t err =
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     if (err != cudaSuccess)
         return err;
     const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
-    return launch_programmatic(kernel, items / wgs, fp8wg::kWGThreads * wgs, fp8wg::smem_bytes<kHT, kShared, kDs>(), p,
-                               stream);
+    return launch_programmatic(kernel, items / wgs, fp8wg::kWGThreads * wgs,
+                               fp8wg::smem_bytes<kHT, kShared, kDs, kBf16Q>(), p, stream);
 }
 
 // The two WGs of a CTA share one token's tiles when they can: two WGs per SM and an even
-// number of head groups (then the CTAs are exactly items / 2). kDs: fp8_ds_mla rows.
-template <int kHT, bool kDs> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
+// number of head groups (then the CTAs are exactly items / 2). kDs: fp8_ds_mla rows,
+// kBf16Q: under BF16 queries.
+template <int kHT, bool kDs, bool kBf16Q = false> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
 {
     if constexpr (fp8wg::wgs_per_sm<kHT, kDs>() == 2) {
         if ((p.num_heads / kHT) % 2 == 0)
-            return launch_fp8_as<kHT, true, kDs>(p, stream);
+            return launch_fp8_as<kHT, true, kDs, kBf16Q>(p, stream);
     }
-    return launch_fp8_as<kHT, false, kDs>(p, stream);
+    return launch_fp8_as<kHT, false, kDs, kBf16Q>(p, stream);
+}
+
+// fp8wg over fp8_ds_mla rows (ds_wg), under the launch's query type.
+template <int kHT> cudaError_t launch_ds_wg(const AttentionParams &p, cudaStream_t stream)
+{
+    return p.q_is_fp8 ? launch_fp8<kHT, true>(p, stream) : launch_fp8<kHT, true, true>(p, stream);
 }
 
 template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
@@ -100,14 +108,14 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
 }
 
 // kHT (8-32) heads per work item: fp8wg over `fp8` rows, or over fp8_ds_mla rows (ds_wg,
-// at most kDsMaxHeads heads), else the entries-on-M BF16 kernel.
+// at most kDsMaxHeads heads, either query type), else the entries-on-M BF16 kernel.
 template <int kHT> cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg, cudaStream_t stream)
 {
     if (fp8_path)
         return launch_fp8<kHT, false>(p, stream);
     if constexpr (kHT <= fp8wg::kDsMaxHeads) {
         if (ds_wg)
-            return launch_fp8<kHT, true>(p, stream);
+            return launch_ds_wg<kHT>(p, stream);
     }
     return launch_bf16<kHT>(p, stream);
 }
@@ -137,7 +145,7 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
 // combine step when tokens are split.
-// ds_wg: FP8 queries over fp8_ds_mla rows at 8-16 heads (fp8wg with kDs).
+// ds_wg: fp8_ds_mla rows at 8-16 heads per WG (fp8wg with kDs).
 // walk: a heads-on-M launch takes the walking form (heads_on_m_walks).
 cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool walk, int sm_count, cudaStream_t stream)
 {
@@ -239,11 +247,11 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // (their arithmetic differs from the other kernels', so a batch-dependent choice would
     // break bit-identity). 8-32 heads: FP8 queries over `fp8` rows, heads per warpgroup
     // (at most 32: a WG holds O^T for 512 dims), enough work items for every SM (two WGs
-    // each); over fp8_ds_mla rows the same kernel with at most 16 heads per warpgroup
-    // (ds_wg_heads); otherwise the entries-on-M BF16 kernel. Each computes every head
-    // alike whatever the head tile.
+    // each); over fp8_ds_mla rows, under either query type, the same kernel with at most 16
+    // heads per warpgroup (ds_wg_heads); otherwise the entries-on-M BF16 kernel. Each
+    // computes every head alike whatever the head tile.
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
-    const bool ds_wg = !fp8_path && q_fp8 && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
+    const bool ds_wg = !fp8_path && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
     const bool fp8_wg = (fp8_path && !on_m) || ds_wg; // ds_wg excludes on_m itself
     p.heads_per_cta = on_m    ? heads_on_m::kHeads
                       : ds_wg ? ds_wg_heads(pr, 2 * ctx->sm_count)
