@@ -172,75 +172,67 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     }
     __device__ int row0() const { return kShared ? wg * kMine : 0; } // first row this WG copies
 
-    // Warp w copies rows row0 + w + 4k of this WG's share, lane c its 16-byte chunk c: the
-    // swizzle (row % 8) takes two values, w and w + 4 (row0 is 0 or 32), so two
-    // precomputed offsets serve all rows.
-    __device__ void load_tile(uint8_t *tile, const uint64_t *info) const
+    // The tile copies: warp w copies rows row0 + w + 4k of this WG's share. Their swizzle
+    // (row % 8) takes two values, w and w + 4 (row0 is 0 or 32), so a chunk has two
+    // destinations: chunk_dst(tile, col, k % 2) + (k / 2) * 8 rows for row k.
+    __device__ uint8_t *chunk_dst(uint8_t *tile, int col, int h) const
     {
-        const int c = lane, r0 = row0();
-        uint8_t *dst[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-            dst[h] = tile + (c / 8) * (kRows * 128) + (r0 + warp + 4 * h) * 128 + (((c % 8) ^ (warp + 4 * h)) << 4);
-        // Row addresses four at a time before their copies: a copy's asm keeps a later load
-        // behind it, so one load per copy would cost a shared-memory round trip each.
+        const int row = row0() + warp + 4 * h;
+        return tile + (col >> 7) * (kRows * 128) + row * 128 + ((((col & 127) >> 4) ^ (warp + 4 * h)) << 4);
+    }
+    // copy(k, a) for each row k of the warp, a its address without tags (0: none). The
+    // addresses are read four at a time before their copies: a copy's asm keeps a later load
+    // behind it, so one load per copy would cost a shared-memory round trip each.
+    template <class Copy> __device__ void for_each_row(const uint64_t *info, Copy copy) const
+    {
         static_assert((kMine / 4) % 4 == 0, "whole groups of four rows");
 #pragma unroll
         for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
             uint64_t a[4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                a[i] = info[r0 + warp + 4 * (k0 + i)] & ~kRowTags; // all rows are E4M3 here
+                a[i] = info[row0() + warp + 4 * (k0 + i)] & ~kRowTags;
 #pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int k = k0 + i;
-                const void *src = a[i] ? reinterpret_cast<const void *>(a[i] + c * 16) : p.q;
-                cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a[i] ? 16 : 0);
-            }
+            for (int i = 0; i < 4; i++)
+                copy(k0 + i, a[i]);
         }
     }
 
-    // An fp8_ds_mla tile (kDs): warp w copies rows row0 + w + 4k of this WG's share, lane c
-    // the row's 16-byte data chunk c (NoPE chunks 0-27 to columns 16c, RoPE chunks 28-31 to
-    // 16c + 64) and lanes 0-3 also chunk 32 + c (RoPE, 512 bytes further in the row, to
-    // columns 16c + 576) by a predicated copy, so that the warp never diverges. Threads tid
-    // < kMine (whole warps) copy their row's 8 scale bytes. As in load_tile, the rows'
-    // swizzle takes two values, so two precomputed offsets serve each chunk. Rows without an
-    // address are zero-filled, their scales included.
+    // An `fp8` tile: lane c copies its row's 16-byte chunk c (all rows are E4M3 here).
+    __device__ void load_tile(uint8_t *tile, const uint64_t *info) const
+    {
+        uint8_t *const dst[2] = {chunk_dst(tile, 16 * lane, 0), chunk_dst(tile, 16 * lane, 1)};
+        for_each_row(info, [&](int k, uint64_t a) {
+            const void *src = a ? reinterpret_cast<const void *>(a + lane * 16) : p.q;
+            cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a ? 16 : 0);
+        });
+    }
+
+    // An fp8_ds_mla tile (kDs): lane c copies the row's 16-byte data chunk c (NoPE chunks
+    // 0-27 to columns 16c, RoPE chunks 28-31 to 16c + 64) and lanes 0-3 also chunk 32 + c
+    // (RoPE, 512 bytes further in the row, to columns 16c + 576) by a predicated copy, so
+    // that the warp never diverges. Threads tid < kMine (whole warps) copy their row's 8
+    // scale bytes. Rows without an address are zero-filled, their scales included.
     __device__ void load_ds_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_info) const
     {
         constexpr int kExtra = kDsNopeChunks + kDsRopeChunks - 32; // lanes with a second chunk
-        const int r0 = row0(), c1 = lane, c2 = 32 + lane % kExtra;
+        const int c1 = lane, c2 = 32 + lane % kExtra;
         const bool extra = lane < kExtra;
         const int col1 = c1 < kDsNopeChunks ? 16 * c1 : 16 * c1 + 64, col2 = 16 * c2 + 64;
-        uint8_t *dst1[2], *dst2[2];
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int row = r0 + warp + 4 * h;
-            dst1[h] = tile + (col1 >> 7) * (kRows * 128) + row * 128 + ((((col1 & 127) >> 4) ^ (warp + 4 * h)) << 4);
-            dst2[h] = tile + (col2 >> 7) * (kRows * 128) + row * 128 + ((((col2 & 127) >> 4) ^ (warp + 4 * h)) << 4);
-        }
+        uint8_t *const dst1[2] = {chunk_dst(tile, col1, 0), chunk_dst(tile, col1, 1)};
+        uint8_t *const dst2[2] = {chunk_dst(tile, col2, 0), chunk_dst(tile, col2, 1)};
         if (tid < kMine) {
-            const uint64_t sa = scale_info[r0 + tid];
-            cp_async8(tile + L::kScaleOff + 8 * (r0 + tid), sa ? reinterpret_cast<const void *>(sa) : p.q, sa ? 8 : 0);
+            const int row = row0() + tid;
+            const uint64_t sa = scale_info[row];
+            cp_async8(tile + L::kScaleOff + 8 * row, sa ? reinterpret_cast<const void *>(sa) : p.q, sa ? 8 : 0);
         }
-        static_assert((kMine / 4) % 4 == 0, "whole groups of four rows");
-#pragma unroll
-        for (int k0 = 0; k0 < kMine / 4; k0 += 4) {
-            uint64_t a[4];
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                a[i] = info[r0 + warp + 4 * (k0 + i)] & ~kRowTags;
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const int k = k0 + i, bytes = a[i] ? 16 : 0;
-                // The second chunk is 16 * (c2 - c1) bytes further: one address serves both.
-                const uint8_t *src = a[i] ? reinterpret_cast<const uint8_t *>(a[i]) + 16 * c1
-                                          : static_cast<const uint8_t *>(p.q);
-                cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, src, bytes);
-                cp_async16_if(extra, dst2[k % 2] + (k / 2) * 8 * 128, src + 512, bytes);
-            }
-        }
+        for_each_row(info, [&](int k, uint64_t a) {
+            const int bytes = a ? 16 : 0;
+            // The second chunk is 16 * (c2 - c1) bytes further: one address serves both.
+            const uint8_t *src = a ? reinterpret_cast<const uint8_t *>(a) + 16 * c1 : static_cast<const uint8_t *>(p.q);
+            cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, src, bytes);
+            cp_async16_if(extra, dst2[k % 2] + (k / 2) * 8 * 128, src + 512, bytes);
+        });
     }
 
     // da, db: descriptors of the tile and of Q at K step 0; steps add constant offsets.
