@@ -2,8 +2,8 @@
 # Trees for `gpu-check.sh ab` from the prepared patches (docs/prepared/*.patch), and the
 # cJSON packages the GPU machine lacks (.deps/, carried with the trees).
 #   scripts/ab-worktrees.sh NAME=PATCH[+PATCH...] ...
-# e.g. `scripts/ab-worktrees.sh v103=v98+v99+v101+v102 v106=v104+v106` makes build-ab/v103
-# and build-ab/v106: worktrees of HEAD (detached) with those patches applied in order,
+# e.g. `scripts/ab-worktrees.sh v110=v108+v109 v111=v111` makes build-ab/v110 and
+# build-ab/v111: worktrees of HEAD (detached) with those patches applied in order,
 # committed, so that sass_compare.sh and the A/B see them as revisions. An existing
 # build-ab/NAME is replaced.
 set -euo pipefail
