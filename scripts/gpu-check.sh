@@ -15,9 +15,10 @@
 #               (fp8_ds_mla and BF16 rows), the gather ceilings, then one launch of each
 #               attention kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
 #               per-SASS-line stall samples (read them with scripts/sass_stalls.py); the
-#               kernel durations of small decode batches; FP8 queries over fp8_ds_mla at 16
-#               heads (fp8wg). PROFILE_ONLY=NAME[,NAME...]: only those (ds_decode_b128,
-#               bf16_decode_b128, fp8_h64, bf16_h64, fp8_h16, fp8_ds_h16, decode_kernels)
+#               kernel durations of small decode batches; FP8 and BF16 queries over
+#               fp8_ds_mla at 16 heads (fp8wg). PROFILE_ONLY=NAME[,NAME...]: only those
+#               (ds_decode_b128, bf16_decode_b128, fp8_h64, bf16_h64, fp8_h16, fp8_ds_h16,
+#               bf16_ds_h16, decode_kernels)
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets, the gather ceilings (bench_gather), the
@@ -328,6 +329,7 @@ profile)
     profile bf16_h64 2 --preset flashmla-shapes --q bf16 --kv bf16
     profile fp8_h16 2 --preset v41-flash-tp4
     profile fp8_ds_h16 2 --preset v41-flash-tp4 --kv fp8_ds_mla
+    profile bf16_ds_h16 2 --preset v41-flash-tp4 --q bf16 --kv fp8_ds_mla
     # Decode at small batches: how the time splits between the attention kernel and the
     # combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
     if wanted decode_kernels; then
