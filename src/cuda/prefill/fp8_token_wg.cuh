@@ -277,6 +277,24 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         }
     }
 
+    // S's RoPE part: Q . K over the RoPE dims (BF16), four chained K steps.
+    __device__ static void score_rope(float (&part)[kSReg], SmemDesc da_rope, SmemDesc db_rope)
+    {
+#pragma unroll
+        for (int r = 0; r < 4; r++)
+            WgmmaBf16SS<kHT>::run(part, da_rope + k_step_units(r, kRows), db_rope + k_step_units(r, kHT), r > 0);
+    }
+    // s = part times f (first) or s += part times f: f is f_lo for row r_lo's registers,
+    // f_hi for row r_lo + 8's (the rows' block scales; 1 for the RoPE part).
+    __device__ static void add_scaled(float (&s)[kSReg], const float (&part)[kSReg], bool first, float f_lo, float f_hi)
+    {
+#pragma unroll
+        for (int i = 0; i < kSReg; i++) {
+            const float f = (i % 4) / 2 ? f_hi : f_lo;
+            s[i] = first ? part[i] * f : fmaf(part[i], f, s[i]);
+        }
+    }
+
     // S over an fp8_ds_mla tile: the 14 NoPE K steps on FP8 wgmma, each step's fresh
     // accumulators times its block's scale for the thread's two rows, then the RoPE dims as
     // one more part, four BF16 steps chained (BF16 wgmma accumulates in FP32). scales: the
@@ -299,10 +317,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 if (ks < kNopeSteps)
                     WgmmaFp8SS<kHT>::run(part[j], da + k_step_units(ks, kRows), db + k_step_units(ks, kHT), 0);
                 else if (ks == kNopeSteps)
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        WgmmaBf16SS<kHT>::run(part[j], da_rope + k_step_units(r, kRows), db_rope + k_step_units(r, kHT),
-                                              r > 0);
+                    score_rope(part[j], da_rope, db_rope);
             }
             wgmma_commit();
             wgmma_wait<0>();
@@ -312,11 +327,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 if (ks >= kParts)
                     continue;
                 fence_regs(part[j]);
-#pragma unroll
-                for (int i = 0; i < kSReg; i++) {
-                    const float f = ks < kNopeSteps ? scale[(i % 4) / 2][ks / 2] : 1.f;
-                    s[i] = ks == 0 ? part[j][i] * f : fmaf(part[j][i], f, s[i]);
-                }
+                if (ks < kNopeSteps)
+                    add_scaled(s, part[j], ks == 0, scale[0][ks / 2], scale[1][ks / 2]);
+                else
+                    add_scaled(s, part[j], false, 1.f, 1.f);
             }
         }
     }
@@ -377,10 +391,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     for (int st = 0; st < 4; st++)
                         WgmmaBf16RS<kHT>::run(part[j], frag[j][st], db + k_step_units(4 * blk + st, kHT), st > 0);
                 } else if (blk == kBlocks) {
-#pragma unroll
-                    for (int r = 0; r < 4; r++)
-                        WgmmaBf16SS<kHT>::run(part[j], da_rope + k_step_units(r, kRows), db_rope + k_step_units(r, kHT),
-                                              r > 0);
+                    score_rope(part[j], da_rope, db_rope);
                 }
             }
             wgmma_commit();
@@ -392,11 +403,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 if (blk >= kParts)
                     continue;
                 fence_regs(part[j]);
-#pragma unroll
-                for (int i = 0; i < kSReg; i++) {
-                    const float f = blk < kBlocks ? scale[(i % 4) / 2][blk] : 1.f;
-                    s[i] = blk == 0 ? part[j][i] * f : fmaf(part[j][i], f, s[i]);
-                }
+                if (blk < kBlocks)
+                    add_scaled(s, part[j], blk == 0, scale[0][blk], scale[1][blk]);
+                else
+                    add_scaled(s, part[j], false, 1.f, 1.f);
             }
         }
     }
