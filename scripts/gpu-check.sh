@@ -99,16 +99,21 @@ step() {
 }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$out/gpu.txt" 2>&1
-# ab: the other trees configure and build in the background, beside this tree's build
-# (one build uses a few of the GPU machine's cores for most of its ~35 s): the A/B below
-# waits for each.
+# ab: the other trees configure, build and run their smoke checks in the background,
+# beside this tree's build and smoke check (one build uses a few of the GPU machine's
+# cores for most of its ~35 s; a smoke check is one core generating problems for most of
+# its 60-75 s, so side by side they cost one smoke check's time, not one per tree): the
+# A/B below waits for each. A tree whose smoke check fails counts as failed unless
+# AB_KEEP_FAILED=1 (ablations: see below).
 ab_builds=()
 if [ "$mode" = ab ]; then
     for i in "${!others[@]}"; do
-        tree=${others[$i]}
-        step "configure_${names[$i]}" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON \
+        tree=${others[$i]} name=${names[$i]}
+        step "configure_$name" cmake -S "$tree" -B "$tree/build-gpu" -DSMLA_CUDA=ON \
             -DCMAKE_BUILD_TYPE=Release "${cmake_args[@]}" &&
-            step "build_${names[$i]}" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &
+            step "build_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target smla smla_cli &&
+            { STEP_TIMEOUT=240 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
+                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } &
         ab_builds[$i]=$!
     done
 fi
@@ -276,16 +281,14 @@ ab)
                 STEP_TIMEOUT=150 step "determinism_$name" "$tree/build-gpu/tests/gpu_test_determinism" --runs 2
         fi
     }
-    # Trees b, c, ... in the order given: each built (in the background, above) and
-    # smoke-checked, then every bench argument list runs A, b, c, ..., AB_ROUNDS times
-    # (default 2). A tree whose smoke check fails is left out, unless AB_KEEP_FAILED=1:
-    # ablations (a stage removed on purpose to time it, PERF.md) compute wrong results
-    # and are timed anyway.
+    # Trees b, c, ... in the order given: each built and smoke-checked (in the
+    # background, above), then every bench argument list runs A, b, c, ..., AB_ROUNDS
+    # times (default 2). A tree whose smoke check fails is left out, unless
+    # AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, PERF.md)
+    # compute wrong results and are timed anyway.
     for i in "${!others[@]}"; do
         name=${names[$i]} tree=${others[$i]}
         wait "${ab_builds[$i]}" &&
-            { STEP_TIMEOUT=120 step "smoke_$name" "$tree/build-gpu/smla" check --token-heads 256 ||
-                [ "${AB_KEEP_FAILED:-0}" = 1 ]; } &&
             ab_tests "$name" "$tree" ||
             unset "others[$i]" # a tree that fails is left out of the benches; the run fails
     done
