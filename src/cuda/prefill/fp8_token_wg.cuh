@@ -31,11 +31,13 @@
 // in registers (exact), and P is one BF16 plane, so the block scale, which varies along
 // wgmma's K (the entries), is applied where each value is read. BF16 P . V does the same
 // tensor work as the two E4M3 planes.
-// BF16 queries over fp8_ds_mla rows (kBf16Q): the same, but S takes the NoPE dims on BF16
-// wgmma with K from registers, the rows' E4M3 values widened exactly (no scale), a 64-dim
-// block's four K steps chained in FP32 and then times the block's scale per entry. Q is
-// stored in the K order that lets each thread read its fragments' values 8 bytes at a
-// time (q_nope_position).
+// BF16 queries over fp8_ds_mla rows (kBf16Q): the same, but S takes the NoPE dims on FP16
+// wgmma with K from registers, the rows' E4M3 values converted exactly to FP16 (one
+// instruction per two), a 64-dim block's four K steps chained in FP32 and then times the
+// block's scale per entry. Q is stored in FP16, times a power of two per head that brings
+// its largest value to [2^14, 2^15) (FP16's range is narrower than BF16's; the power is
+// undone in the softmax scale), in the K order that lets each thread read its fragments'
+// values 8 bytes at a time (q_nope_position); Q's RoPE dims, in BF16, take the same power.
 #pragma once
 #include <cstdint>
 
@@ -69,7 +71,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     static constexpr int kRowInfoOff = kStages * kTileBytes;        // within the tiles' part
     static constexpr int kScaleRowOff = kRowInfoOff + kRowSlots * kRows * 8;
     // One WG's own part.
-    static constexpr int kQBytes = kBf16Q ? kHT * SMLA_DS_MLA_NOPE * 2 : kHT * 512; // BF16 Q: its NoPE dims
+    static constexpr int kQBytes = kBf16Q ? kHT * SMLA_DS_MLA_NOPE * 2 : kHT * 512; // BF16 Q: its NoPE dims, FP16
     static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
@@ -132,6 +134,17 @@ template <int N, int M> __device__ __forceinline__ void keep_live(const uint4 (&
 __device__ __forceinline__ constexpr int q_nope_position(int j, int m)
 {
     return 2 * (32 * (j / 4) + 16 * (m / 2) + 8 * (m % 2) + 2 * (j % 4));
+}
+
+// 2^(sign * e) for a head of BF16 Q whose largest |value| has the float bits `max_bits`:
+// e brings that value into [2^14, 2^15), FP16's top octave but one (0 when the value is
+// 0 or not finite; at least -110, so that 2^-e stays a float: only heads below 2^-96
+// keep fewer than FP16's bits).
+__device__ __forceinline__ float q_head_scale(unsigned max_bits, int sign)
+{
+    const float m = __uint_as_float(max_bits);
+    const int e = m > 0.f && m < INFINITY ? max(ilogbf(m) - 14, -110) : 0;
+    return ldexpf(1.f, sign * e);
 }
 
 // Position in the O^T wgmma's K order of tile row r (see the header comment).
@@ -335,11 +348,11 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         }
     }
 
-    // S over an fp8_ds_mla tile under BF16 queries (kBf16Q): per 64-dim NoPE block, four BF16
+    // S over an fp8_ds_mla tile under BF16 queries (kBf16Q): per 64-dim NoPE block, four FP16
     // K steps chained in FP32 with A from registers (the thread's rows r_lo, r_lo + 8, their
-    // bytes 8q .. 8q + 7 of each 32-dim chunk widened exactly: q_nope_position) and Q (db)
-    // from shared memory, then times the block's scale per entry; the RoPE dims as one more
-    // part, as in score_ds. Four parts share one wait.
+    // bytes 8q .. 8q + 7 of each 32-dim chunk converted exactly: q_nope_position) and Q (db,
+    // FP16, scaled per head) from shared memory, then times the block's scale per entry; the
+    // RoPE dims as one more part, as in score_ds. Four parts share one wait.
     __device__ void score_ds_bf16(float (&s)[kSReg], const uint8_t *tile, const float *scales, SmemDesc db,
                                   SmemDesc db_rope) const
     {
@@ -369,14 +382,14 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     const int c = 2 * blk + cc;
                     const uint8_t *at = row + (c / 4) * (kRows * 128) + off[c % 4];
                     const uint2 lo = *reinterpret_cast<const uint2 *>(at), hi = *reinterpret_cast<const uint2 *>(at + 8 * 128);
-                    const uint32_t wl[4] = {e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.x)),
-                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.x >> 16)),
-                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.y)),
-                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(lo.y >> 16))};
-                    const uint32_t wh[4] = {e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.x)),
-                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.x >> 16)),
-                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.y)),
-                                            e4m3x2_to_bf16x2(static_cast<uint16_t>(hi.y >> 16))};
+                    const uint32_t wl[4] = {e4m3x2_to_f16x2(static_cast<uint16_t>(lo.x)),
+                                            e4m3x2_to_f16x2(static_cast<uint16_t>(lo.x >> 16)),
+                                            e4m3x2_to_f16x2(static_cast<uint16_t>(lo.y)),
+                                            e4m3x2_to_f16x2(static_cast<uint16_t>(lo.y >> 16))};
+                    const uint32_t wh[4] = {e4m3x2_to_f16x2(static_cast<uint16_t>(hi.x)),
+                                            e4m3x2_to_f16x2(static_cast<uint16_t>(hi.x >> 16)),
+                                            e4m3x2_to_f16x2(static_cast<uint16_t>(hi.y)),
+                                            e4m3x2_to_f16x2(static_cast<uint16_t>(hi.y >> 16))};
                     // A registers: (row r_lo, K 2q..), (r_lo + 8, 2q..), (r_lo, 2q + 8..), (r_lo + 8, 2q + 8..).
                     frag[j][2 * cc] = make_uint4(wl[0], wh[0], wl[1], wh[1]);
                     frag[j][2 * cc + 1] = make_uint4(wl[2], wh[2], wl[3], wh[3]);
@@ -389,7 +402,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 if (blk < kBlocks) {
 #pragma unroll
                     for (int st = 0; st < 4; st++)
-                        WgmmaBf16RS<kHT>::run(part[j], frag[j][st], db + k_step_units(4 * blk + st, kHT), st > 0);
+                        WgmmaF16RS<kHT>::run(part[j], frag[j][st], db + k_step_units(4 * blk + st, kHT), st > 0);
                 } else if (blk == kBlocks) {
                     score_rope(part[j], da_rope, db_rope);
                 }
@@ -529,6 +542,18 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
     __device__ void run(int64_t t, int h0, int split) const
     {
+        // BF16 Q (kBf16Q): thread tid's 16-byte columns tid % 64 of heads tid / 64 + 2k, read
+        // first, so that their latency runs beside the work item's lookups (Q's address
+        // needs none).
+        constexpr int kQVecs = 512 / 8, kQPer = kBf16Q ? kHT * kQVecs / kWGThreads : 1;
+        uint4 qv[kQPer];
+        if constexpr (kBf16Q) {
+            static_assert(kWGThreads == 2 * kQVecs, "a head's columns over two warps");
+            const uint16_t *q16 = static_cast<const uint16_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+#pragma unroll
+            for (int k = 0; k < kQPer; k++)
+                qv[k] = *reinterpret_cast<const uint4 *>(q16 + (tid / kQVecs + 2 * k) * 512 + 8 * (tid % kQVecs));
+        }
         WorkItem w;
         if (!work_item(p, t, Lookup::kOneTrip, h0, kHT, split, kRows, tid, kWGThreads, &w))
             return;
@@ -568,22 +593,69 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             }
         }
         tile_sync();
-        if constexpr (kBf16Q) {
-            // BF16 Q: the NoPE dims in S's K order (q_nope_position), 8 a thread at a time;
-            // the RoPE dims as they lie. Stored before the first tile barrier.
-            constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 8;
-            const uint16_t *q16 = static_cast<const uint16_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
-            for (int c = tid; c < kHT * kNopeVecs; c += kWGThreads) {
-                const int head = c / kNopeVecs, j = c % kNopeVecs;
-                const uint4 v = *reinterpret_cast<const uint4 *>(q16 + head * 512 + 8 * j);
-                const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+        // The factor that turns S into log2 units per column: the softmax scale, under BF16
+        // queries times 2^e of the column's head (undoing Q's power).
+        float score_scale[kCols];
 #pragma unroll
-                for (int m = 0; m < 4; m++)
-                    *reinterpret_cast<uint32_t *>(qs + tile_offset(kHT, head, q_nope_position(j, m))) = w[m];
+        for (int c = 0; c < kCols; c++)
+            score_scale[c] = p.scale_log2;
+        if constexpr (kBf16Q) {
+            // BF16 Q as FP16 times 2^-e per head (e: the largest |value| of the head's 512
+            // dims in [2^(e+14), 2^(e+15)), 0 if it is 0 or not finite): the NoPE dims in S's
+            // K order (q_nope_position); the RoPE dims in BF16, times the same power (exact).
+            // From the columns read at the start (qv): a head's largest value is a warp
+            // maximum of each of its two warps, exchanged through colbuf (free until the
+            // first tile's scores). Stored before the first tile barrier.
+            const int j = tid % kQVecs;
+#pragma unroll
+            for (int k = 0; k < kQPer; k++) {
+                const uint32_t w[4] = {qv[k].x, qv[k].y, qv[k].z, qv[k].w};
+                float m = 0.f;
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const float2 f = bf16x2_to_float2(w[i]);
+                    m = fmaxf(m, fmaxf(fabsf(f.x), fabsf(f.y)));
+                }
+#pragma unroll
+                for (int d = 16; d > 0; d /= 2)
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+                if (lane == 0)
+                    colbuf[warp * kQPer + k] = m;
             }
-            for (int c = tid; c < kHT * 8; c += kWGThreads)
-                *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) =
-                    *reinterpret_cast<const uint4 *>(q16 + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
+            sync();
+            // Head h's two warps: 2 (h % 2) and 2 (h % 2) + 1, its index k = h / 2.
+            const auto head_max = [&](int h) {
+                const float *wm = colbuf + 2 * (h % 2) * kQPer + h / 2;
+                return __float_as_uint(fmaxf(wm[0], wm[kQPer]));
+            };
+            constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 8;
+#pragma unroll
+            for (int k = 0; k < kQPer; k++) {
+                const int head = tid / kQVecs + 2 * k;
+                const float down = q_head_scale(head_max(head), -1);
+                const uint32_t w[4] = {qv[k].x, qv[k].y, qv[k].z, qv[k].w};
+                if (j < kNopeVecs) {
+#pragma unroll
+                    for (int m = 0; m < 4; m++) {
+                        const float2 f = bf16x2_to_float2(w[m]);
+                        const __half2 h = __floats2half2_rn(f.x * down, f.y * down);
+                        *reinterpret_cast<__half2 *>(qs + tile_offset(kHT, head, q_nope_position(j, m))) = h;
+                    }
+                } else {
+                    uint32_t r[4];
+#pragma unroll
+                    for (int m = 0; m < 4; m++) {
+                        const float2 f = bf16x2_to_float2(w[m]);
+                        const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * down, f.y * down);
+                        r[m] = *reinterpret_cast<const uint32_t *>(&b);
+                    }
+                    *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, head, (j - kNopeVecs) * 16)) =
+                        make_uint4(r[0], r[1], r[2], r[3]);
+                }
+            }
+#pragma unroll
+            for (int c = 0; c < kCols; c++)
+                score_scale[c] = p.scale_log2 * q_head_scale(head_max(acc_col((c / 2) * 4 + (c % 2), lane)), 1);
         } else {
             const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
             for (int c = tid; c < kHT * 32; c += kWGThreads)
@@ -659,7 +731,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
 #pragma unroll
             for (int i = 0; i < kSReg; i++)
-                s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * p.scale_log2 : -INFINITY;
+                s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * score_scale[(i / 4) * 2 + i % 2] : -INFINITY;
             // Every thread keeps the running max of its own columns (all threads holding a
             // column compute the same value from the same inputs): no serial step.
             float alpha[kCols];
