@@ -136,13 +136,12 @@ __device__ __forceinline__ constexpr int q_nope_position(int j, int m)
     return 2 * (32 * (j / 4) + 16 * (m / 2) + 8 * (m % 2) + 2 * (j % 4));
 }
 
-// 2^(sign * e) for a head of BF16 Q whose largest |value| has the float bits `max_bits`:
+// 2^(sign * e) for a head of BF16 Q whose largest |value| is m:
 // e brings that value into [2^14, 2^15), FP16's top octave but one (0 when the value is
 // 0 or not finite; at least -110, so that 2^-e stays a float: only heads below 2^-96
 // keep fewer than FP16's bits).
-__device__ __forceinline__ float q_head_scale(unsigned max_bits, int sign)
+__device__ __forceinline__ float q_head_scale(float m, int sign)
 {
-    const float m = __uint_as_float(max_bits);
     const int e = m > 0.f && m < INFINITY ? max(ilogbf(m) - 14, -110) : 0;
     return ldexpf(1.f, sign * e);
 }
@@ -626,7 +625,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             // Head h's two warps: 2 (h % 2) and 2 (h % 2) + 1, its index k = h / 2.
             const auto head_max = [&](int h) {
                 const float *wm = colbuf + 2 * (h % 2) * kQPer + h / 2;
-                return __float_as_uint(fmaxf(wm[0], wm[kQPer]));
+                return fmaxf(wm[0], wm[kQPer]);
             };
             constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 8;
 #pragma unroll
