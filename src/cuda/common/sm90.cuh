@@ -87,6 +87,15 @@ template <int N> __device__ __forceinline__ void fence_regs(float (&r)[N])
         asm volatile("" : "+f"(r[i])::"memory");
 }
 
+// v, which the compiler may no longer assume it knows: values computed from it stay where
+// they are used. In a loop, an address computed once and hoisted would hold a register
+// through the whole loop.
+__device__ __forceinline__ int opaque(int v)
+{
+    asm volatile("" : "+r"(v));
+    return v;
+}
+
 // Generic-proxy shared-memory writes (st.shared, cp.async) made visible to the async
 // proxy (wgmma operand reads). Each writing thread fences before the barrier.
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }

@@ -54,6 +54,16 @@ constexpr int kRows = 64;          // KV entries per tile
 constexpr int kWGThreads = 128;
 constexpr float kPScale = 256.0f;
 
+// A work item of a CTA's batch, resolved (work_item) before its tiles start: the token,
+// its first head and split, and its tiles. A CTA takes its items in batches of up to
+// kBatchItems, resolved at once (a lane each), and runs their tiles as one stream, the
+// next item's first tiles gathered while the last ones of the item before are computed.
+struct BatchItem {
+    int t, h0, split;
+    WorkItem w;
+};
+constexpr int kBatchItems = 32;
+
 // Shared memory. Tiles and their row addresses belong to the WG, or, when the CTA's two
 // WGs work on one token (kShared: two head groups of it), to the CTA: each WG then copies
 // half of every tile's rows, each row is fetched once for both, and the memory saved
@@ -83,7 +93,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     static constexpr int kColOff = kDs ? kScaleTabOff + kRows * 8 * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
-    static constexpr int kOwnBytes = (kAlphaOff + kHT * 4 + 1023) / 1024 * 1024;
+    static constexpr int kItemOff = kAlphaOff + kHT * 4;           // BatchItem [kBatchItems], then 2 counts
+    static constexpr int kOwnBytes = (kItemOff + kBatchItems * int(sizeof(BatchItem)) + 8 + 1023) / 1024 * 1024;
     static constexpr int kWGBytes = kShared ? kOwnBytes : kTilesBytes + kOwnBytes;
 };
 
@@ -538,74 +549,40 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             fence_regs(o[m]);
     }
 
-    // Tiles [first, first + ntiles) of token t (all of them unless split), heads h0..h0+kHT-1.
-    __device__ void run(int64_t t, int h0, int split) const
+    // Q of item b, 16 bytes a thread at a time: columns tid % kQVecs of heads tid / kQVecs
+    // + (128 / kQVecs) k. Read into registers, so that the loads can be issued before the
+    // shared memory they go to is free (the item before's epilogue runs under them).
+    static constexpr int kQVecs = kBf16Q ? 64 : 32, kQPer = kHT * kQVecs / kWGThreads;
+    __device__ static int q_head(int tid, int k) { return tid / kQVecs + (kWGThreads / kQVecs) * k; }
+    __device__ void load_q(const BatchItem &b, uint4 (&qv)[kQPer]) const
     {
-        // BF16 Q (kBf16Q): thread tid's 16-byte columns tid % 64 of heads tid / 64 + 2k, read
-        // first, so that their latency runs beside the work item's lookups (Q's address
-        // needs none).
-        constexpr int kQVecs = 512 / 8, kQPer = kBf16Q ? kHT * kQVecs / kWGThreads : 1;
-        uint4 qv[kQPer];
-        if constexpr (kBf16Q) {
-            static_assert(kWGThreads == 2 * kQVecs, "a head's columns over two warps");
-            const uint16_t *q16 = static_cast<const uint16_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
+        constexpr int kElem = kBf16Q ? 2 : 1;
+        const uint8_t *q = static_cast<const uint8_t *>(p.q) + (int64_t(b.t) * p.q_token_stride + int64_t(b.h0) * 512) * kElem;
 #pragma unroll
-            for (int k = 0; k < kQPer; k++)
-                qv[k] = *reinterpret_cast<const uint4 *>(q16 + (tid / kQVecs + 2 * k) * 512 + 8 * (tid % kQVecs));
-        }
-        WorkItem w;
-        if (!work_item(p, t, Lookup::kOneTrip, h0, kHT, split, kRows, tid, kWGThreads, &w))
-            return;
-        const int n = w.n, n_swa = w.n_swa, first = w.first, ntiles = w.ntiles;
-        const bool split_token = w.split;
-        uint16_t *out = p.out + t * p.out_token_stride + int64_t(h0) * 512;
+        for (int k = 0; k < kQPer; k++)
+            qv[k] = *reinterpret_cast<const uint4 *>(q + q_head(tid, k) * 512 * kElem + 16 * (tid % kQVecs));
+    }
+
+    // Q from the registers load_q filled, as S reads it, before the item's first tile
+    // barrier; and the factor that turns S into log2 units per column (score_scale).
+    // FP8 Q: as it lies; over fp8_ds_mla rows its RoPE dims (448-511) also widened to BF16
+    // for S's BF16 steps. BF16 Q (kBf16Q): FP16 times 2^-e per head (e: the largest |value|
+    // of the head's 512 dims in [2^(e+14), 2^(e+15)), 0 if it is 0 or not finite): the
+    // NoPE dims in S's K order (q_nope_position); the RoPE dims in BF16, times the same
+    // power (exact); score_scale undoes the power per column. A head's largest value is a
+    // warp maximum of each of its two warps, exchanged through colbuf (free until the
+    // first tile's scores).
+    __device__ void store_q(const uint4 (&qv)[kQPer], float (&score_scale)[kCols]) const
+    {
         uint8_t *qs = own + L::kQOff;
-        uint8_t *ps = own + L::kPOff;
-        uint64_t *rowinfo = reinterpret_cast<uint64_t *>(tiles + L::kRowInfoOff);
-        uint64_t *scaleinfo = reinterpret_cast<uint64_t *>(tiles + L::kScaleRowOff); // kDs only
-        float *scaletab = reinterpret_cast<float *>(own + L::kScaleTabOff);             // kDs only
-        float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
-        float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
-        float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
-        constexpr int kStages = L::kStages, kSlots = L::kRowSlots;
-        const int r0 = row0();
-
-        const SmemDesc desc_q = desc_sw128(qs, 0), desc_p = desc_sw128(ps, 0);
-        const auto gather = [&](int tile_index, int slot) {
-            uint8_t *dst = tiles + (tile_index % kStages) * L::kTileBytes;
-            if constexpr (kDs)
-                load_ds_tile(dst, rowinfo + slot * kRows, scaleinfo + slot * kRows);
-            else
-                load_tile(dst, rowinfo + slot * kRows);
-        };
-
-        // Row addresses (this WG's share) of the first kStages tiles; the gather of the first
-        // kStages - 1, one cp.async group each (Q joins the first). One group is committed
-        // per tile, empty or not, so that "tile it landed" is always the same wait.
-        for (int i = 0; i < kStages && i < ntiles; i++) {
-            const int e = (first + i) * kRows + r0 + tid;
-            if (tid < kMine) {
-                uint64_t scale_row = 0;
-                rowinfo[i * kRows + r0 + tid] = e < n ? entry_row(p, t, e, n_swa, kDs ? &scale_row : nullptr) : 0;
-                if (kDs)
-                    scaleinfo[i * kRows + r0 + tid] = scale_row;
-            }
-        }
-        tile_sync();
-        // The factor that turns S into log2 units per column: the softmax scale, under BF16
-        // queries times 2^e of the column's head (undoing Q's power).
-        float score_scale[kCols];
+        uint8_t *qrope = own + L::kQRopeOff;
+        const int tid = opaque(this->tid), lane = tid % 32, warp = tid / 32; // addresses per item
+        const int j = tid % kQVecs;
 #pragma unroll
         for (int c = 0; c < kCols; c++)
             score_scale[c] = p.scale_log2;
         if constexpr (kBf16Q) {
-            // BF16 Q as FP16 times 2^-e per head (e: the largest |value| of the head's 512
-            // dims in [2^(e+14), 2^(e+15)), 0 if it is 0 or not finite): the NoPE dims in S's
-            // K order (q_nope_position); the RoPE dims in BF16, times the same power (exact).
-            // From the columns read at the start (qv): a head's largest value is a warp
-            // maximum of each of its two warps, exchanged through colbuf (free until the
-            // first tile's scores). Stored before the first tile barrier.
-            const int j = tid % kQVecs;
+            float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
 #pragma unroll
             for (int k = 0; k < kQPer; k++) {
                 const uint32_t w[4] = {qv[k].x, qv[k].y, qv[k].z, qv[k].w};
@@ -630,7 +607,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 8;
 #pragma unroll
             for (int k = 0; k < kQPer; k++) {
-                const int head = tid / kQVecs + 2 * k;
+                const int head = q_head(tid, k);
                 const float down = q_head_scale(head_max(head), -1);
                 const uint32_t w[4] = {qv[k].x, qv[k].y, qv[k].z, qv[k].w};
                 if (j < kNopeVecs) {
@@ -648,7 +625,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                         const __nv_bfloat162 b = __floats2bfloat162_rn(f.x * down, f.y * down);
                         r[m] = *reinterpret_cast<const uint32_t *>(&b);
                     }
-                    *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, head, (j - kNopeVecs) * 16)) =
+                    *reinterpret_cast<uint4 *>(qrope + tile_offset(kHT, head, (j - kNopeVecs) * 16)) =
                         make_uint4(r[0], r[1], r[2], r[3]);
                 }
             }
@@ -656,165 +633,322 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             for (int c = 0; c < kCols; c++)
                 score_scale[c] = p.scale_log2 * q_head_scale(head_max(acc_col((c / 2) * 4 + (c % 2), lane)), 1);
         } else {
-            const uint8_t *qsrc = static_cast<const uint8_t *>(p.q) + t * p.q_token_stride + int64_t(h0) * 512;
-            for (int c = tid; c < kHT * 32; c += kWGThreads)
-                cp_async16(qs + tile_offset(kHT, c / 32, (c % 32) * 16), qsrc + (c / 32) * 512 + (c % 32) * 16, 16);
-            if constexpr (kDs) {
-                // Q's RoPE dims (E4M3, 448-511) widened to BF16 for S's BF16 steps: 8 values a
-                // thread.
-                for (int c = tid; c < kHT * 8; c += kWGThreads) {
-                    const uint2 v = *reinterpret_cast<const uint2 *>(qsrc + (c / 8) * 512 + SMLA_DS_MLA_NOPE + (c % 8) * 8);
-                    const uint4 w = make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x)),
-                                               e4m3x2_to_bf16x2(static_cast<uint16_t>(v.x >> 16)),
-                                               e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y)),
-                                               e4m3x2_to_bf16x2(static_cast<uint16_t>(v.y >> 16)));
-                    *reinterpret_cast<uint4 *>(own + L::kQRopeOff + tile_offset(kHT, c / 8, (c % 8) * 16)) = w;
+            constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 16;
+#pragma unroll
+            for (int k = 0; k < kQPer; k++) {
+                const int head = q_head(tid, k);
+                *reinterpret_cast<uint4 *>(qs + tile_offset(kHT, head, 16 * j)) = qv[k];
+                if (kDs && j >= kNopeVecs) {
+                    const uint32_t w[4] = {qv[k].x, qv[k].y, qv[k].z, qv[k].w};
+#pragma unroll
+                    for (int h = 0; h < 2; h++)
+                        *reinterpret_cast<uint4 *>(qrope + tile_offset(kHT, head, (2 * (j - kNopeVecs) + h) * 16)) =
+                            make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h])),
+                                       e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h] >> 16)),
+                                       e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h + 1])),
+                                       e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h + 1] >> 16)));
                 }
             }
         }
+    }
+
+    __device__ BatchItem *batch() const { return reinterpret_cast<BatchItem *>(own + L::kItemOff); }
+    __device__ int *batch_counts() const { return reinterpret_cast<int *>(own + L::kItemOff + kBatchItems * sizeof(BatchItem)); }
+
+    // The batch of items first + k * stride (k < candidates <= kBatchItems, item < items),
+    // resolved by warp 0's lanes at once: the items with tiles, in order, at the start of
+    // the table, tokens without an active entry at its end, their output written here by
+    // the whole WG. Returns the items with tiles.
+    // Work item `item`'s token, first head and split (its tiles unknown).
+    __device__ BatchItem item_of(int item) const
+    {
+        const int token_group = item / p.splits, groups = p.num_heads / kHT;
+        BatchItem b;
+        b.t = token_group / groups;
+        b.h0 = token_group % groups * kHT;
+        b.split = item % p.splits;
+        return b;
+    }
+
+    __device__ int resolve_batch(int first, int stride, int candidates, int items) const
+    {
+        BatchItem *tab = batch();
+        int *counts = batch_counts();
+        sync(); // the batch before is done with the table
+        if (warp == 0) {
+            const int64_t item = first + int64_t(lane) * stride; // past items for lanes of a short batch
+            ItemKind kind = ItemKind::kNothing;
+            BatchItem b;
+            if (lane < candidates && item < items) {
+                b = item_of(static_cast<int>(item));
+                kind = item_kind(p, b.t, b.split, kRows, &b.w);
+            }
+            const unsigned below = (1u << lane) - 1;
+            const unsigned tiles = __ballot_sync(0xffffffffu, kind == ItemKind::kTiles);
+            const unsigned empty = __ballot_sync(0xffffffffu, kind == ItemKind::kEmptyToken);
+            if (kind == ItemKind::kTiles)
+                tab[__popc(tiles & below)] = b;
+            else if (kind == ItemKind::kEmptyToken)
+                tab[kBatchItems - 1 - __popc(empty & below)] = b;
+            if (lane == 0) {
+                counts[0] = __popc(tiles);
+                counts[1] = __popc(empty);
+            }
+        }
+        sync();
+        const int n_tiles = counts[0], n_empty = counts[1];
+        for (int k = 0; k < n_empty; k++) {
+            const BatchItem &b = tab[kBatchItems - 1 - k];
+            write_empty_token(p, b.t, b.h0, kHT, tid, kWGThreads);
+        }
+        return n_tiles;
+    }
+
+    // The count items of the table as one stream of tiles (g: the tile's index in the
+    // stream), heads h0..h0+kHT-1 of each item's token, its tiles [first, first + ntiles).
+    // qv: Q of `guess`, loaded before the batch was resolved (its address needs no lookup),
+    // the batch's first item unless that one had nothing to do.
+    __device__ void run_batch(int count, const BatchItem &guess, uint4 (&qv)[kQPer]) const
+    {
+        const BatchItem *tab = batch();
+        uint8_t *ps = own + L::kPOff;
+        uint64_t *rowinfo = reinterpret_cast<uint64_t *>(tiles + L::kRowInfoOff);
+        uint64_t *scaleinfo = reinterpret_cast<uint64_t *>(tiles + L::kScaleRowOff); // kDs only
+        float *scaletab = reinterpret_cast<float *>(own + L::kScaleTabOff);             // kDs only
+        float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
+        float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
+        float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
+        constexpr int kStages = L::kStages, kSlots = L::kRowSlots;
+        const int r0 = row0();
+        int total = 0;
+        for (int k = 0; k < count; k++)
+            total += tab[k].w.ntiles;
+
+        const SmemDesc desc_q = desc_sw128(own + L::kQOff, 0), desc_p = desc_sw128(ps, 0);
+        const auto gather = [&](int g, int slot) {
+            uint8_t *dst = tiles + (g % kStages) * L::kTileBytes;
+            if constexpr (kDs)
+                load_ds_tile(dst, rowinfo + slot * kRows, scaleinfo + slot * kRows);
+            else
+                load_tile(dst, rowinfo + slot * kRows);
+        };
+        // The stream's tile whose row addresses are loaded next: item ai, its tile at.
+        // Its item's fields are held in registers (read from the table once an item, not on
+        // every tile's path to the slot-id load): a_e, the thread's entry in that tile.
+        int ai = 0, a_left = tab[0].w.ntiles, a_e = tab[0].w.first * kRows + r0 + tid;
+        int a_t = tab[0].t, a_n = tab[0].w.n, a_swa = tab[0].w.n_swa;
+        const auto advance = [&]() {
+            a_e += kRows;
+            if (--a_left == 0 && ++ai < count) {
+                const BatchItem &nb = tab[ai];
+                a_left = nb.w.ntiles;
+                a_e = nb.w.first * kRows + r0 + tid;
+                a_t = nb.t;
+                a_n = nb.w.n;
+                a_swa = nb.w.n_swa;
+            }
+        };
+
+        // Row addresses (this WG's share) of the first kStages tiles; the gather of the first
+        // kStages - 1, one cp.async group each. One group is committed per tile, empty or
+        // not, so that "tile g landed" is always the same wait.
+        if (tab[0].t != guess.t || tab[0].h0 != guess.h0)
+            load_q(tab[0], qv);
+        // (Their slot ids loaded together, then the addresses stored: one round trip.)
+        EntrySlot first_slots[kStages];
+#pragma unroll
+        for (int i = 0; i < kStages; i++) {
+            first_slots[i] = EntrySlot{-1, true};
+            if (i < total) {
+                if (tid < kMine && a_e < a_n)
+                    first_slots[i] = entry_slot(p, a_t, a_e, a_swa);
+                advance();
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < kStages; i++) {
+            if (tid < kMine && i < total) {
+                uint64_t scale_row = 0;
+                rowinfo[i * kRows + r0 + tid] = slot_row(p, first_slots[i], kDs ? &scale_row : nullptr);
+                if (kDs)
+                    scaleinfo[i * kRows + r0 + tid] = scale_row;
+            }
+        }
+        tile_sync();
         for (int i = 0; i < kStages - 1; i++) {
-            if (i < ntiles)
+            if (i < total)
                 gather(i, i);
             cp_async_commit();
         }
 
-        float o[8][kSReg];
+        int g = 0;
+        for (int item = 0; item < count; item++) {
+            const BatchItem &b = tab[item];
+            float score_scale[kCols];
+            store_q(qv, score_scale);
+            float o[8][kSReg];
 #pragma unroll
-        for (int m = 0; m < 8; m++)
-#pragma unroll
-            for (int i = 0; i < kSReg; i++)
-                o[m][i] = 0.f;
-        float l[kCols], m_run[kCols];
-#pragma unroll
-        for (int c = 0; c < kCols; c++) {
-            l[c] = 0.f;
-            m_run[c] = -INFINITY;
-        }
-
-        for (int it = 0; it < ntiles; it++) {
-            const int stage = it % kStages;
-            const uint8_t *tile = tiles + stage * L::kTileBytes;
-            const uint64_t *info = rowinfo + (it % kSlots) * kRows;
-            cp_async_wait<kStages - 2>();
-            fence_proxy_async();
-            tile_sync(); // tile `it` landed; iteration it-1 is finished by every WG that reads it
-            if constexpr (kDs) {
-                // The tile's block scales as floats, for S (each warp reads the rows it wrote)
-                // and P . V (read after the P barrier): a thread per half row.
-                static_assert(kWGThreads * 4 == kRows * 8, "a thread per half row");
-                const uint32_t b = *reinterpret_cast<const uint32_t *>(tile + L::kScaleOff + 4 * tid);
-                *reinterpret_cast<float4 *>(scaletab + 4 * tid) =
-                    make_float4(ue8m0_to_float(static_cast<uint8_t>(b)), ue8m0_to_float(static_cast<uint8_t>(b >> 8)),
-                                ue8m0_to_float(static_cast<uint8_t>(b >> 16)), ue8m0_to_float(static_cast<uint8_t>(b >> 24)));
-            }
-            // Tile it + kStages - 1 into the stage tile it-1 used.
-            const int ahead = it + kStages - 1;
-            if (ahead < ntiles)
-                gather(ahead, ahead % kSlots);
-            cp_async_commit();
-            // The slot ids of tile it + kStages are loaded now; their addresses are stored at the end.
-            const int e_next = (first + it + kStages) * kRows + r0 + tid;
-            const bool has_next = tid < kMine && it + kStages < ntiles && e_next < n;
-            const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
-
-            float s[kSReg];
-            if constexpr (kBf16Q)
-                score_ds_bf16(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
-            else if constexpr (kDs)
-                score_ds(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
-            else
-                score(s, desc_sw128(tile, 0), desc_q);
-
-            // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
-            const int r_lo = warp * 16 + lane / 4;
-            const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
-#pragma unroll
-            for (int i = 0; i < kSReg; i++)
-                s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * score_scale[(i / 4) * 2 + i % 2] : -INFINITY;
-            // Every thread keeps the running max of its own columns (all threads holding a
-            // column compute the same value from the same inputs): no serial step.
-            float alpha[kCols];
-#pragma unroll
-            for (int c = 0; c < kCols; c++) {
-                const int i = (c / 2) * 4 + (c % 2);
-                float m = fmaxf(s[i], s[i + 2]);
-                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
-                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
-                m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
-                if (lane < 4)
-                    colbuf[(it % 2) * 4 * kHT + warp * kHT + acc_col(i, lane)] = m;
-            }
-            sync();
-#pragma unroll
-            for (int c = 0; c < kCols; c++) {
-                const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
-                const float *cb = colbuf + (it % 2) * 4 * kHT + col;
-                const float m_new = fmaxf(fmaxf(m_run[c], fmaxf(cb[0], cb[kHT])), fmaxf(cb[2 * kHT], cb[3 * kHT]));
-                alpha[c] = m_new == -INFINITY ? 1.f : fast_exp2(m_run[c] - m_new);
-                m_run[c] = m_new;
-                // P = exp2(s - m); row sums.
-                const float m_use = m_new == -INFINITY ? 0.f : m_new;
-                const float p_lo = fast_exp2(s[i] - m_use), p_hi = fast_exp2(s[i + 2] - m_use);
-                l[c] = l[c] * alpha[c] + p_lo + p_hi;
-                s[i] = p_lo;
-                s[i + 2] = p_hi;
-            }
-            // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2).
-            if constexpr (kDs) {
-                // One BF16 plane, rows in entry order.
+            for (int m = 0; m < 8; m++)
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
-                    *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)))) =
-                        __float2bfloat16_rn(s[i]);
-            } else {
-                // Its byte in the swizzled [HT][128] planes is a per-thread base (one per i%2)
-                // plus constants. Registers i and i + 2 (rows r_lo, r_lo + 8) are one head's
-                // entries k_lo and k_lo + 1, k_lo even: adjacent bytes, converted and stored
-                // as a pair.
-                const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
+                    o[m][i] = 0.f;
+            float l[kCols], m_run[kCols];
 #pragma unroll
-                for (int i = 0; i < kSReg; i++) {
-                    if ((i % 4) >= 2)
-                        continue;
-                    const int c = 2 * (lane % 4) + i % 2;
-                    const int at = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15);
-                    const float v0 = s[i] * kPScale, v1 = s[i + 2] * kPScale;
-                    const uint16_t hi = f32x2_to_e4m3x2(v0, v1); // v0 in the low byte
-                    const uint32_t hi_h2 = e4m3x2_to_f16x2(hi);
-                    const float2 h = __half22float2(*reinterpret_cast<const __half2 *>(&hi_h2));
-                    *reinterpret_cast<uint16_t *>(ps + at) = hi;
-                    *reinterpret_cast<uint16_t *>(ps + L::kPPlane + at) = f32x2_to_e4m3x2(v0 - h.x, v1 - h.y);
-                }
+            for (int c = 0; c < kCols; c++) {
+                l[c] = 0.f;
+                m_run[c] = -INFINITY;
             }
-            fence_proxy_async();
-            sync();
 
-            // Once the running max settles, alpha is 1 for every column of the warp.
-            bool rescale = false;
+            const int ntiles = b.w.ntiles;
+            for (int it = 0; it < ntiles; it++, g++) {
+                const uint8_t *tile = tiles + (g % kStages) * L::kTileBytes;
+                const uint64_t *info = rowinfo + (g % kSlots) * kRows;
+                cp_async_wait<kStages - 2>();
+                fence_proxy_async();
+                tile_sync(); // tile g landed; tile g-1 is finished by every WG that reads it
+                if constexpr (kDs) {
+                    // The tile's block scales as floats, for S (each warp reads the rows it
+                    // wrote) and P . V (read after the P barrier): a thread per half row.
+                    static_assert(kWGThreads * 4 == kRows * 8, "a thread per half row");
+                    const uint32_t sb = *reinterpret_cast<const uint32_t *>(tile + L::kScaleOff + 4 * tid);
+                    *reinterpret_cast<float4 *>(scaletab + 4 * tid) = make_float4(
+                        ue8m0_to_float(static_cast<uint8_t>(sb)), ue8m0_to_float(static_cast<uint8_t>(sb >> 8)),
+                        ue8m0_to_float(static_cast<uint8_t>(sb >> 16)), ue8m0_to_float(static_cast<uint8_t>(sb >> 24)));
+                }
+                // Tile g + kStages - 1 into the stage tile g-1 used.
+                const int ahead = g + kStages - 1;
+                if (ahead < total)
+                    gather(ahead, ahead % kSlots);
+                cp_async_commit();
+                // The slot ids of tile g + kStages are loaded now; their addresses are stored
+                // at the end.
+                const bool addressed = g + kStages < total;
+                const bool has_next = tid < kMine && addressed && a_e < a_n;
+                const EntrySlot next = has_next ? entry_slot(p, a_t, a_e, a_swa) : EntrySlot{-1, true};
+
+                float s[kSReg];
+                if constexpr (kBf16Q)
+                    score_ds_bf16(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
+                else if constexpr (kDs)
+                    score_ds(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
+                else
+                    score(s, desc_sw128(tile, 0), desc_q);
+
+                // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
+                const int r_lo = warp * 16 + lane / 4;
+                const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
 #pragma unroll
-            for (int c = 0; c < kCols; c++)
-                rescale |= alpha[c] != 1.f;
-            if (__any_sync(0xffffffffu, rescale)) {
+                for (int i = 0; i < kSReg; i++)
+                    s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * score_scale[(i / 4) * 2 + i % 2] : -INFINITY;
+                // Every thread keeps the running max of its own columns (all threads holding
+                // a column compute the same value from the same inputs): no serial step.
+                float alpha[kCols];
 #pragma unroll
-                for (int m = 0; m < 8; m++)
+                for (int c = 0; c < kCols; c++) {
+                    const int i = (c / 2) * 4 + (c % 2);
+                    float m = fmaxf(s[i], s[i + 2]);
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+                    if (lane < 4)
+                        colbuf[(g % 2) * 4 * kHT + warp * kHT + acc_col(i, lane)] = m;
+                }
+                sync();
+#pragma unroll
+                for (int c = 0; c < kCols; c++) {
+                    const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
+                    const float *cb = colbuf + (g % 2) * 4 * kHT + col;
+                    const float m_new = fmaxf(fmaxf(m_run[c], fmaxf(cb[0], cb[kHT])), fmaxf(cb[2 * kHT], cb[3 * kHT]));
+                    alpha[c] = m_new == -INFINITY ? 1.f : fast_exp2(m_run[c] - m_new);
+                    m_run[c] = m_new;
+                    // P = exp2(s - m); row sums.
+                    const float m_use = m_new == -INFINITY ? 0.f : m_new;
+                    const float p_lo = fast_exp2(s[i] - m_use), p_hi = fast_exp2(s[i + 2] - m_use);
+                    l[c] = l[c] * alpha[c] + p_lo + p_hi;
+                    s[i] = p_lo;
+                    s[i + 2] = p_hi;
+                }
+                // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2).
+                if constexpr (kDs) {
+                    // One BF16 plane, rows in entry order.
 #pragma unroll
                     for (int i = 0; i < kSReg; i++)
-                        o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
-            }
-            if constexpr (kDs)
-                accumulate_ds(o, tile, scaletab, desc_p);
-            else
-                accumulate(o, tile, desc_p);
-            if (tid < kMine && it + kStages < ntiles) {
-                const int at = ((it + kStages) % kSlots) * kRows + r0 + tid;
-                uint64_t scale_row = 0;
-                rowinfo[at] = slot_row(p, next, kDs ? &scale_row : nullptr);
-                if (kDs)
-                    scaleinfo[at] = scale_row;
-            }
-        }
+                        *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)))) =
+                            __float2bfloat16_rn(s[i]);
+                } else {
+                    // Its byte in the swizzled [HT][128] planes is a per-thread base (one per
+                    // i%2) plus constants. Registers i and i + 2 (rows r_lo, r_lo + 8) are one
+                    // head's entries k_lo and k_lo + 1, k_lo even: adjacent bytes, converted
+                    // and stored as a pair.
+                    const int k_lo = k_of_row(r_lo); // k_of_row(r_lo + 8) == k_lo + 1
+#pragma unroll
+                    for (int i = 0; i < kSReg; i++) {
+                        if ((i % 4) >= 2)
+                            continue;
+                        const int c = 2 * (lane % 4) + i % 2;
+                        const int pos = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15);
+                        const float v0 = s[i] * kPScale, v1 = s[i + 2] * kPScale;
+                        const uint16_t hi = f32x2_to_e4m3x2(v0, v1); // v0 in the low byte
+                        const uint32_t hi_h2 = e4m3x2_to_f16x2(hi);
+                        const float2 h = __half22float2(*reinterpret_cast<const __half2 *>(&hi_h2));
+                        *reinterpret_cast<uint16_t *>(ps + pos) = hi;
+                        *reinterpret_cast<uint16_t *>(ps + L::kPPlane + pos) = f32x2_to_e4m3x2(v0 - h.x, v1 - h.y);
+                    }
+                }
+                fence_proxy_async();
+                sync();
 
-        // Row sums over the lanes and warps holding each column; final scale; LSE.
+                // Once the running max settles, alpha is 1 for every column of the warp.
+                bool rescale = false;
+#pragma unroll
+                for (int c = 0; c < kCols; c++)
+                    rescale |= alpha[c] != 1.f;
+                if (__any_sync(0xffffffffu, rescale)) {
+#pragma unroll
+                    for (int m = 0; m < 8; m++)
+#pragma unroll
+                        for (int i = 0; i < kSReg; i++)
+                            o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
+                }
+                if constexpr (kDs)
+                    accumulate_ds(o, tile, scaletab, desc_p);
+                else
+                    accumulate(o, tile, desc_p);
+                if (addressed) {
+                    if (tid < kMine) {
+                        const int slot = ((g + kStages) % kSlots) * kRows + r0 + tid;
+                        uint64_t scale_row = 0;
+                        rowinfo[slot] = slot_row(p, next, kDs ? &scale_row : nullptr);
+                        if (kDs)
+                            scaleinfo[slot] = scale_row;
+                    }
+                    advance();
+                }
+            }
+            // The next item's Q, loaded under this item's epilogue; after the last item qv
+            // is set all the same (to zeros, unused), so that the compiler sees it dead
+            // through the tiles.
+            if (item + 1 < count) {
+                load_q(tab[item + 1], qv);
+            } else {
+#pragma unroll
+                for (int k = 0; k < kQPer; k++)
+                    qv[k] = make_uint4(0, 0, 0, 0);
+            }
+            epilogue(b, o, l, m_run);
+        }
+    }
+
+    // Row sums over the lanes and warps holding each column; final scale; LSE; the output
+    // or, for a split, the partial sum (P scale removed), both BF16.
+    __device__ void epilogue(const BatchItem &b, const float (&o)[8][kSReg], const float (&l)[kCols],
+                             const float (&m_run)[kCols]) const
+    {
+        float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
+        float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
+        float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
+        const int tid = opaque(this->tid), lane = tid % 32, warp = tid / 32; // addresses per item
+        const int64_t t = b.t;
         sync(); // colbuf is free again
         store_warp_row_sums<kCols, kHT>(l, colbuf, warp, lane);
         if (warp == 0 && lane < 4) {
@@ -824,11 +958,11 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         }
         sync();
         if (tid < kHT)
-            finish_head(p, t, h0, tid, split, split_token, mrun[tid], colbuf, 4, kHT, kDs ? 1.f : kPScale, alpha_s);
+            finish_head(p, t, b.h0, tid, b.split, b.w.split, mrun[tid], colbuf, 4, kHT, kDs ? 1.f : kPScale, alpha_s);
         sync();
 
-        // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3:
-        // the output or, for a split, the partial sum (P scale removed), both BF16.
+        // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3.
+        uint16_t *out = p.out + t * p.out_token_stride + int64_t(b.h0) * 512;
         const int g = lane / 4;
 #pragma unroll
         for (int pair = 0; pair < 4; pair++) {
@@ -841,20 +975,21 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 const float f = alpha_s[col];
                 const float4 v = make_float4(o[2 * pair][i] * f, o[2 * pair][i + 2] * f, o[2 * pair + 1][i] * f,
                                              o[2 * pair + 1][i + 2] * f);
-                const __nv_bfloat162 a = __floats2bfloat162_rn(v.x, v.y), b = __floats2bfloat162_rn(v.z, v.w);
+                const __nv_bfloat162 x = __floats2bfloat162_rn(v.x, v.y), y = __floats2bfloat162_rn(v.z, v.w);
                 uint2 w;
-                w.x = *reinterpret_cast<const uint32_t *>(&a);
-                w.y = *reinterpret_cast<const uint32_t *>(&b);
-                uint16_t *dst = split_token ? p.partial_o + partial_index(p, t, h0 + col, split) * 512 : out + col * 512;
+                w.x = *reinterpret_cast<const uint32_t *>(&x);
+                w.y = *reinterpret_cast<const uint32_t *>(&y);
+                uint16_t *dst = b.w.split ? p.partial_o + partial_index(p, t, b.h0 + col, b.split) * 512 : out + col * 512;
                 *reinterpret_cast<uint2 *>(dst + d0) = w;
             }
         }
     }
 };
 
-// Unshared: CTA i is work item i = ((token, head group), split); consecutive items run
-// side by side and share a token's rows through L2. Shared: CTA i = ((token, pair of head
-// groups), split), WG w the pair's group w.
+// Unshared: CTA c walks the items c, c + gridDim.x, ... (the launch has at most as many
+// CTAs as fit on the device at once), in batches of kBatchItems; items run side by side
+// on neighbouring CTAs and share a token's rows through L2. Shared: CTA i = ((token, pair
+// of head groups), split), WG w the pair's group w.
 template <int kHT, bool kShared, bool kDs, bool kBf16Q = false>
 __global__ void __launch_bounds__(kWGThreads *wgs_per_cta<kShared>(), (ctas_per_sm<kHT, kShared, kDs>()))
     kernel(const __grid_constant__ AttentionParams p)
@@ -864,20 +999,32 @@ __global__ void __launch_bounds__(kWGThreads *wgs_per_cta<kShared>(), (ctas_per_
     extern __shared__ uint8_t smem_raw[];
     uint8_t *smem = align_smem_1024(smem_raw);
     const int wg = warp_uniform(threadIdx.x / kWGThreads), tid = threadIdx.x % kWGThreads;
-    const int groups = p.num_heads / kHT;
-    int64_t token_group, split;
-    if (kShared) {
-        const int64_t pair = blockIdx.x / p.splits;
-        split = blockIdx.x % p.splits;
-        token_group = (pair / (groups / 2)) * groups + 2 * (pair % (groups / 2)) + wg;
-    } else {
-        token_group = blockIdx.x / p.splits;
-        split = blockIdx.x % p.splits;
-    }
     uint8_t *tiles = kShared ? smem : smem + wg * L::kWGBytes;
     uint8_t *own = kShared ? smem + L::kTilesBytes + wg * L::kWGBytes : tiles + L::kTilesBytes;
     const TokenWG<kHT, kShared, kDs, kBf16Q> w{p, tiles, own, wg, tid, tid / 32, tid % 32};
-    w.run(token_group / groups, static_cast<int>(token_group % groups) * kHT, static_cast<int>(split));
+    // Items fit in an int (the launch checks it).
+    const int items = static_cast<int>(p.num_tokens * (p.num_heads / kHT) * p.splits);
+    if (kShared) {
+        const int groups = p.num_heads / kHT;
+        const int pair = blockIdx.x / p.splits;
+        const int token_group = (pair / (groups / 2)) * groups + 2 * (pair % (groups / 2)) + wg;
+        const int item = token_group * p.splits + blockIdx.x % p.splits;
+        const BatchItem guess = w.item_of(item);
+        uint4 qv[w.kQPer];
+        w.load_q(guess, qv);
+        const int count = w.resolve_batch(item, 1, 1, items);
+        if (count > 0)
+            w.run_batch(count, guess, qv);
+    } else {
+        for (int64_t first = blockIdx.x; first < items; first += int64_t(kBatchItems) * gridDim.x) {
+            const BatchItem guess = w.item_of(static_cast<int>(first));
+            uint4 qv[w.kQPer];
+            w.load_q(guess, qv);
+            const int count = w.resolve_batch(static_cast<int>(first), gridDim.x, kBatchItems, items);
+            if (count > 0)
+                w.run_batch(count, guess, qv);
+        }
+    }
 }
 
 } // namespace fp8wg

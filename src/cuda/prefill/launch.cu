@@ -1,6 +1,7 @@
 // The CUDA backend of smla_attention: picks the kernel (FP8 or BF16 path, each with heads
 // on M for 64-head groups and heads on N or entries on M for 8-32 heads) and the heads per
 // CTA from the problem and the GPU, and launches it on the caller's stream.
+#include <algorithm>
 #include <cuda_runtime.h>
 
 #include "bf16_heads_on_m.cuh"
@@ -68,8 +69,10 @@ cudaError_t launch_programmatic(void (*kernel)(AttentionParams), int64_t ctas, i
     return cudaLaunchKernelEx(&config, kernel, p);
 }
 
+// Shared: a CTA per pair of items. Unshared: as many CTAs as fit on the device at once
+// (at most one per item), each walking its items.
 template <int kHT, bool kShared, bool kDs, bool kBf16Q>
-cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
+cudaError_t launch_fp8_as(const AttentionParams &p, int sm_count, cudaStream_t stream)
 {
     constexpr int wgs = fp8wg::wgs_per_cta<kShared>();
     const auto kernel = fp8wg::kernel<kHT, kShared, kDs, kBf16Q>;
@@ -79,26 +82,28 @@ cudaError_t launch_fp8_as(const AttentionParams &p, cudaStream_t stream)
     if (err != cudaSuccess)
         return err;
     const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
-    return launch_programmatic(kernel, items / wgs, fp8wg::kWGThreads * wgs,
+    const int64_t resident = int64_t(fp8wg::ctas_per_sm<kHT, kShared, kDs>()) * sm_count;
+    return launch_programmatic(kernel, kShared ? items / wgs : std::min(items, resident), fp8wg::kWGThreads * wgs,
                                fp8wg::smem_bytes<kHT, kShared, kDs, kBf16Q>(), p, stream);
 }
 
 // The two WGs of a CTA share one token's tiles when they can: two WGs per SM and an even
 // number of head groups (then the CTAs are exactly items / 2). kDs: fp8_ds_mla rows,
 // kBf16Q: under BF16 queries.
-template <int kHT, bool kDs, bool kBf16Q = false> cudaError_t launch_fp8(const AttentionParams &p, cudaStream_t stream)
+template <int kHT, bool kDs, bool kBf16Q = false>
+cudaError_t launch_fp8(const AttentionParams &p, int sm_count, cudaStream_t stream)
 {
     if constexpr (fp8wg::wgs_per_sm<kHT, kDs>() == 2) {
         if ((p.num_heads / kHT) % 2 == 0)
-            return launch_fp8_as<kHT, true, kDs, kBf16Q>(p, stream);
+            return launch_fp8_as<kHT, true, kDs, kBf16Q>(p, sm_count, stream);
     }
-    return launch_fp8_as<kHT, false, kDs, kBf16Q>(p, stream);
+    return launch_fp8_as<kHT, false, kDs, kBf16Q>(p, sm_count, stream);
 }
 
 // fp8wg over fp8_ds_mla rows (ds_wg), under the launch's query type.
-template <int kHT> cudaError_t launch_ds_wg(const AttentionParams &p, cudaStream_t stream)
+template <int kHT> cudaError_t launch_ds_wg(const AttentionParams &p, int sm_count, cudaStream_t stream)
 {
-    return p.q_is_fp8 ? launch_fp8<kHT, true>(p, stream) : launch_fp8<kHT, true, true>(p, stream);
+    return p.q_is_fp8 ? launch_fp8<kHT, true>(p, sm_count, stream) : launch_fp8<kHT, true, true>(p, sm_count, stream);
 }
 
 template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
@@ -109,13 +114,14 @@ template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_
 
 // kHT (8-32) heads per work item: fp8wg over `fp8` rows, or over fp8_ds_mla rows (ds_wg,
 // at most kDsMaxHeads heads, either query type), else the entries-on-M BF16 kernel.
-template <int kHT> cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg, cudaStream_t stream)
+template <int kHT>
+cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg, int sm_count, cudaStream_t stream)
 {
     if (fp8_path)
-        return launch_fp8<kHT, false>(p, stream);
+        return launch_fp8<kHT, false>(p, sm_count, stream);
     if constexpr (kHT <= fp8wg::kDsMaxHeads) {
         if (ds_wg)
-            return launch_ds_wg<kHT>(p, stream);
+            return launch_ds_wg<kHT>(p, sm_count, stream);
     }
     return launch_bf16<kHT>(p, stream);
 }
@@ -151,9 +157,9 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool wal
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
-    case 8: err = launch_head_tile<8>(p, fp8_path, ds_wg, stream); break;
-    case 16: err = launch_head_tile<16>(p, fp8_path, ds_wg, stream); break;
-    case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, stream); break;
+    case 8: err = launch_head_tile<8>(p, fp8_path, ds_wg, sm_count, stream); break;
+    case 16: err = launch_head_tile<16>(p, fp8_path, ds_wg, sm_count, stream); break;
+    case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, sm_count, stream); break;
     default:
         if (!fp8_path && walk)
             err = launch_heads_on_m(bf16m::kernel<true>, bf16m::Layout::kBytes, sm_count, p, stream);
