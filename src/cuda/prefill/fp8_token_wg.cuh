@@ -11,10 +11,11 @@
 //
 // KV entries sit on wgmma's M side and heads on N, so 8-32 heads need no padding. FP8
 // wgmma wants K-major operands, which V^T is not: its A fragments are built in registers
-// from the gathered rows with 4x4 byte transposes. The fragment rows are a permutation of
-// the dims that gives each thread four consecutive dims (8-byte output stores), and the
-// K order a permutation of the tile rows that keeps those shared-memory reads free of bank
-// conflicts; P is written in the same K order.
+// from the gathered rows by transposing matrix loads (ldmatrix .trans, 16-bit dim pairs)
+// and one byte permute a register. The fragment rows are a permutation of the dims (a
+// thread's two M-tile rows are a dim pair), and the K order a permutation of the tile rows
+// (k_of_row) that puts each permuted register's four entries on consecutive K; P is
+// written in the same K order.
 //
 // Precision: FP8 wgmma keeps only ~14 bits of a running sum, so every K step of S gets
 // fresh accumulators and the steps are added in FP32. One E4M3 per
@@ -157,11 +158,13 @@ __device__ __forceinline__ float q_head_scale(float m, int sign)
     return ldexpf(1.f, sign * e);
 }
 
-// Position in the O^T wgmma's K order of tile row r (see the header comment).
+// Position in the O^T wgmma's K order of tile row r (see accumulate): row rr of 8-row
+// block j of its 32-row step goes to K 16 (j / 2) + 4 (rr / 2) + 2 (rr % 2) + j % 2.
+// Rows r and r + 8 of an even block are adjacent (k, k + 1, k even).
 __device__ __forceinline__ int k_of_row(int r)
 {
-    const int step = r / 32, jj = r % 32, i = jj / 8, rr = jj % 8;
-    return step * 32 + (rr & 1) * 16 + (rr / 2) * 4 + i;
+    const int step = r / 32, j = (r % 32) / 8, rr = r % 8;
+    return step * 32 + (j / 2) * 16 + (rr / 2) * 4 + (rr % 2) * 2 + j % 2;
 }
 
 template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
@@ -435,34 +438,33 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     }
 
     // O^T += V^T . P^T over the tile, in 8 groups (K step of 32 rows x pair of M-tiles,
-    // 128 dims): A fragments from 8 shared loads and 4x4 byte transposes, then 4 wgmmas
-    // (hi, lo). kGroupsPerWait groups are built, issued, and waited for together.
-    // The thread reads rows 2q + 8i (+1) and dims warp*32 + 4g of each 128-dim block:
-    // their swizzled offsets differ only by constants, from one base per row parity.
+    // 128 dims): A fragments from two transposing matrix loads and 8 byte permutes, then 4
+    // wgmmas (hi, lo). kGroupsPerWait groups are built, issued, and waited for together.
+    // M-tile 2 pair + m of warp w is the 16 dims of chunk 2w + m of the pair's 128 (16
+    // bytes of a row): lane l gives the address of the step's row l (8-row block l / 8),
+    // and gets, per block j, dims 2g, 2g + 1 of rows 2q, 2q + 1. Blocks j, j + 1 permuted
+    // give dim 2g (M row g) and 2g + 1 (row g + 8) at rows 2q, 8 + 2q, 2q + 1, 9 + 2q of
+    // the pair of blocks: K 4q .. 4q + 3 (16 more for blocks 2, 3) in k_of_row's order.
+    // The swizzle (row % 8 = lane % 8) is the same for every step and pair: one base per m.
     __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, SmemDesc dp) const
     {
-        const int g = lane / 4, q = lane % 4;
-        const uint8_t *base[2];
+        uint32_t base[2];
 #pragma unroll
-        for (int h = 0; h < 2; h++)
-            base[h] = tile + (2 * q + h) * 128 + (((2 * warp + g / 4) ^ (2 * q + h)) << 4) + (g % 4) * 4;
+        for (int m = 0; m < 2; m++)
+            base[m] = smem_addr(tile + lane * 128 + (((2 * warp + m) ^ (lane % 8)) << 4));
 #pragma unroll
         for (int first = 0; first < 8; first += kGroupsPerWait) {
             uint4 frag[kGroupsPerWait][2];
 #pragma unroll
             for (int n = 0; n < kGroupsPerWait; n++) {
                 const int step = (first + n) / 4, pair = (first + n) % 4;
-                uint32_t lo[4], hi[4], tlo[4], thi[4];
 #pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const int off = pair * (kRows * 128) + step * 32 * 128 + i * 8 * 128;
-                    lo[i] = *reinterpret_cast<const uint32_t *>(base[0] + off);
-                    hi[i] = *reinterpret_cast<const uint32_t *>(base[1] + off);
+                for (int m = 0; m < 2; m++) {
+                    uint32_t r[4];
+                    ldmatrix_x4_trans(base[m] + pair * (kRows * 128) + step * 32 * 128, r);
+                    frag[n][m] = make_uint4(prmt(r[0], r[1], 0x6240), prmt(r[0], r[1], 0x7351),
+                                            prmt(r[2], r[3], 0x6240), prmt(r[2], r[3], 0x7351));
                 }
-                transpose4x4_bytes(lo, tlo);
-                transpose4x4_bytes(hi, thi);
-                frag[n][0] = make_uint4(tlo[0], tlo[1], thi[0], thi[1]);
-                frag[n][1] = make_uint4(tlo[2], tlo[3], thi[2], thi[3]);
             }
             wgmma_fence();
 #pragma unroll
@@ -961,26 +963,33 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             finish_head(p, t, b.h0, tid, b.split, b.w.split, mrun[tid], colbuf, 4, kHT, kDs ? 1.f : kPScale, alpha_s);
         sync();
 
-        // Registers i (row g) and i+2 (row g+8) of M-tiles 2k, 2k+1 hold dims d0..d0+3.
+        // Registers i (row g) and i+2 (row g+8) of M-tile 2 pair + m hold a dim pair: over
+        // fp8_ds_mla rows (accumulate_ds) dims d0 + 2m, + 1, so that m = 0, 1 are four
+        // consecutive dims (one 8-byte store); over `fp8` rows (accumulate) d0 + 16m, + 1.
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(b.h0) * 512;
         const int g = lane / 4;
 #pragma unroll
         for (int pair = 0; pair < 4; pair++) {
-            const int d0 = pair * 128 + warp * 32 + g * 4;
+            const int d0 = pair * 128 + warp * 32 + g * (kDs ? 4 : 2);
 #pragma unroll
             for (int i = 0; i < kSReg; i++) {
                 if ((i % 4) >= 2)
                     continue;
                 const int col = acc_col(i, lane);
                 const float f = alpha_s[col];
-                const float4 v = make_float4(o[2 * pair][i] * f, o[2 * pair][i + 2] * f, o[2 * pair + 1][i] * f,
-                                             o[2 * pair + 1][i + 2] * f);
-                const __nv_bfloat162 x = __floats2bfloat162_rn(v.x, v.y), y = __floats2bfloat162_rn(v.z, v.w);
-                uint2 w;
-                w.x = *reinterpret_cast<const uint32_t *>(&x);
-                w.y = *reinterpret_cast<const uint32_t *>(&y);
+                uint32_t w[2];
+#pragma unroll
+                for (int m = 0; m < 2; m++) {
+                    const __nv_bfloat162 x = __floats2bfloat162_rn(o[2 * pair + m][i] * f, o[2 * pair + m][i + 2] * f);
+                    w[m] = *reinterpret_cast<const uint32_t *>(&x);
+                }
                 uint16_t *dst = b.w.split ? p.partial_o + partial_index(p, t, b.h0 + col, b.split) * 512 : out + col * 512;
-                *reinterpret_cast<uint2 *>(dst + d0) = w;
+                if constexpr (kDs) {
+                    *reinterpret_cast<uint2 *>(dst + d0) = make_uint2(w[0], w[1]);
+                } else {
+                    *reinterpret_cast<uint32_t *>(dst + d0) = w[0];
+                    *reinterpret_cast<uint32_t *>(dst + d0 + 16) = w[1];
+                }
             }
         }
     }
