@@ -52,6 +52,11 @@ namespace smla {
 namespace fp8wg {
 
 constexpr int kRows = 64;          // KV entries per tile
+
+// Zeros in global memory: the rows that have no address (invalid indices, entries past a
+// token's) are copied from here, so that no copy needs a test; their scores are masked by
+// their ring entry (TokenWG::no_row). 640 bytes: an fp8_ds_mla row's data, or its scales.
+static __device__ __align__(128) uint8_t zero_row[640];
 constexpr int kWGThreads = 128;
 constexpr float kPScale = 256.0f;
 
@@ -206,7 +211,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         const int row = row0() + warp + 4 * h;
         return tile + (col >> 7) * (kRows * 128) + row * 128 + ((((col & 127) >> 4) ^ (warp + 4 * h)) << 4);
     }
-    // copy(k, a) for each row k of the warp, a its address without tags (0: none). The
+    // copy(k, a) for each row k of the warp, a its ring entry (an address with its tag). The
     // addresses are read four at a time before their copies: a copy's asm keeps a later load
     // behind it, so one load per copy would cost a shared-memory round trip each.
     template <class Copy> __device__ void for_each_row(const uint64_t *info, Copy copy) const
@@ -217,20 +222,34 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             uint64_t a[4];
 #pragma unroll
             for (int i = 0; i < 4; i++)
-                a[i] = info[row0() + warp + 4 * (k0 + i)] & ~kRowTags;
+                a[i] = info[row0() + warp + 4 * (k0 + i)];
 #pragma unroll
             for (int i = 0; i < 4; i++)
                 copy(k0 + i, a[i]);
         }
     }
 
-    // An `fp8` tile: lane c copies its row's 16-byte chunk c (all rows are E4M3 here).
+    // The ring entry of a row without an address: the zero row's, tagged as the others.
+    __device__ static uint64_t no_row() { return reinterpret_cast<uint64_t>(zero_row) | (kDs ? kRowDsMla : kRowE4M3); }
+    // Row (and, kDs, scale-row) address of entry slot es into the rings' entry `slot`.
+    __device__ void store_row(uint64_t *rowinfo, uint64_t *scaleinfo, int slot, EntrySlot es) const
+    {
+        uint64_t scale_row = 0;
+        const uint64_t a = slot_row(p, es, kDs ? &scale_row : nullptr);
+        rowinfo[slot] = a ? a : no_row();
+        if (kDs)
+            scaleinfo[slot] = a ? scale_row : reinterpret_cast<uint64_t>(zero_row);
+    }
+
+    // An `fp8` tile: lane c copies its row's 16-byte chunk c. Every entry is an address
+    // tagged kRowE4M3 (the launch takes `fp8` pools only), the zero row's included: the tag
+    // comes off with the lane's offset.
     __device__ void load_tile(uint8_t *tile, const uint64_t *info) const
     {
         uint8_t *const dst[2] = {chunk_dst(tile, 16 * lane, 0), chunk_dst(tile, 16 * lane, 1)};
+        const uint64_t off = lane * 16 - kRowE4M3;
         for_each_row(info, [&](int k, uint64_t a) {
-            const void *src = a ? reinterpret_cast<const void *>(a + lane * 16) : p.q;
-            cp_async16(dst[k % 2] + (k / 2) * 8 * 128, src, a ? 16 : 0);
+            cp_async16(dst[k % 2] + (k / 2) * 8 * 128, reinterpret_cast<const void *>(a + off), 16);
         });
     }
 
@@ -238,7 +257,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     // 0-27 to columns 16c, RoPE chunks 28-31 to 16c + 64) and lanes 0-3 also chunk 32 + c
     // (RoPE, 512 bytes further in the row, to columns 16c + 576) by a predicated copy, so
     // that the warp never diverges. Threads tid < kMine (whole warps) copy their row's 8
-    // scale bytes. Rows without an address are zero-filled, their scales included.
+    // scale bytes. Every entry is an address tagged kRowDsMla (the launch takes fp8_ds_mla
+    // pools only), the zero row's included; a scale row is untagged.
     __device__ void load_ds_tile(uint8_t *tile, const uint64_t *info, const uint64_t *scale_info) const
     {
         constexpr int kExtra = kDsNopeChunks + kDsRopeChunks - 32; // lanes with a second chunk
@@ -249,15 +269,14 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         uint8_t *const dst2[2] = {chunk_dst(tile, col2, 0), chunk_dst(tile, col2, 1)};
         if (tid < kMine) {
             const int row = row0() + tid;
-            const uint64_t sa = scale_info[row];
-            cp_async8(tile + L::kScaleOff + 8 * row, sa ? reinterpret_cast<const void *>(sa) : p.q, sa ? 8 : 0);
+            cp_async8(tile + L::kScaleOff + 8 * row, reinterpret_cast<const void *>(scale_info[row]), 8);
         }
+        const uint64_t off = 16 * c1 - kRowDsMla;
         for_each_row(info, [&](int k, uint64_t a) {
-            const int bytes = a ? 16 : 0;
             // The second chunk is 16 * (c2 - c1) bytes further: one address serves both.
-            const uint8_t *src = a ? reinterpret_cast<const uint8_t *>(a) + 16 * c1 : static_cast<const uint8_t *>(p.q);
-            cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, src, bytes);
-            cp_async16_if(extra, dst2[k % 2] + (k / 2) * 8 * 128, src + 512, bytes);
+            const uint8_t *src = reinterpret_cast<const uint8_t *>(a + off);
+            cp_async16(dst1[k % 2] + (k / 2) * 8 * 128, src, 16);
+            cp_async16_if(extra, dst2[k % 2] + (k / 2) * 8 * 128, src + 512, 16);
         });
     }
 
@@ -769,12 +788,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         }
 #pragma unroll
         for (int i = 0; i < kStages; i++) {
-            if (tid < kMine && i < total) {
-                uint64_t scale_row = 0;
-                rowinfo[i * kRows + r0 + tid] = slot_row(p, first_slots[i], kDs ? &scale_row : nullptr);
-                if (kDs)
-                    scaleinfo[i * kRows + r0 + tid] = scale_row;
-            }
+            if (tid < kMine && i < total)
+                store_row(rowinfo, scaleinfo, i * kRows + r0 + tid, first_slots[i]);
         }
         tile_sync();
         for (int i = 0; i < kStages - 1; i++) {
@@ -838,7 +853,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
 
                 // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
                 const int r_lo = warp * 16 + lane / 4;
-                const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
+                const bool v_lo = info[r_lo] != no_row(), v_hi = info[r_lo + 8] != no_row();
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
                     s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * score_scale[(i / 4) * 2 + i % 2] : -INFINITY;
@@ -917,13 +932,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 else
                     accumulate(o, tile, desc_p);
                 if (addressed) {
-                    if (tid < kMine) {
-                        const int slot = ((g + kStages) % kSlots) * kRows + r0 + tid;
-                        uint64_t scale_row = 0;
-                        rowinfo[slot] = slot_row(p, next, kDs ? &scale_row : nullptr);
-                        if (kDs)
-                            scaleinfo[slot] = scale_row;
-                    }
+                    if (tid < kMine)
+                        store_row(rowinfo, scaleinfo, ((g + kStages) % kSlots) * kRows + r0 + tid, next);
                     advance();
                 }
             }
