@@ -21,6 +21,16 @@ __device__ __forceinline__ float fast_exp2(float x)
 // Column (head) of f32 accumulator register i in the wgmma accumulator layout.
 __device__ __forceinline__ int acc_col(int i, int lane) { return (i / 4) * 8 + (lane % 4) * 2 + (i % 2); }
 
+// The largest of a column's accumulators over a warp's 16 rows: this lane's two (rows g,
+// g + 8) and those of the 7 other lanes holding the column (same lane % 4).
+__device__ __forceinline__ float warp_column_max(float row_g, float row_g8)
+{
+    float m = fmaxf(row_g, row_g8);
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
+    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
+    return fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+}
+
 // A token with no active entry: out = 0 and lse = -inf for heads h0 .. h0+heads-1, by
 // `threads` threads numbered tid.
 __device__ inline void write_empty_token(const AttentionParams &p, int64_t t, int h0, int heads, int tid, int threads)

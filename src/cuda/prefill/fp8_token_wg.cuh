@@ -863,10 +863,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
 #pragma unroll
                 for (int c = 0; c < kCols; c++) {
                     const int i = (c / 2) * 4 + (c % 2);
-                    float m = fmaxf(s[i], s[i + 2]);
-                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 4));
-                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 8));
-                    m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 16));
+                    const float m = warp_column_max(s[i], s[i + 2]);
                     if (lane < 4)
                         colbuf[(g % 2) * 4 * kHT + warp * kHT + acc_col(i, lane)] = m;
                 }
