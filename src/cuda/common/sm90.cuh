@@ -332,6 +332,13 @@ __device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, float scale)
     const __nv_bfloat162 b = __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&w), __float2bfloat162_rn(scale));
     return *reinterpret_cast<const uint32_t *>(&b);
 }
+// The same with a scale per half (a BF16 pair, each a power of two or NaN).
+__device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, uint32_t scales)
+{
+    const __nv_bfloat162 b =
+        __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&w), *reinterpret_cast<const __nv_bfloat162 *>(&scales));
+    return *reinterpret_cast<const uint32_t *>(&b);
+}
 // Two E4M3 times a UE8M0 scale to two BF16: exact unless the product leaves BF16's range.
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
 {
@@ -344,6 +351,14 @@ __device__ __forceinline__ float2 bf16x2_to_float2(uint32_t v)
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
 }
 
+// Two UE8M0 block scales (codes in bits 0-7 and 16-23) as a BF16 pair, each exactly
+// ue8m0_to_float's value: the code is BF16's exponent field, except 0 (2^-127, a BF16
+// subnormal: 0x0040) and 255 (NaN: 0x7FC0, as 0x7F80 | 0x0040).
+__device__ __forceinline__ uint32_t ue8m0x2_to_bf16x2(uint32_t codes)
+{
+    const uint32_t bits = (codes & 0x00FF00FFu) << 7;
+    return bits | ((__vcmpeq2(bits, 0u) | __vcmpeq2(bits, 0x7F807F80u)) & 0x00400040u);
+}
 // UE8M0 block scale: 2^(b - 127); 255 is NaN.
 __device__ __forceinline__ float ue8m0_to_float(uint8_t b)
 {

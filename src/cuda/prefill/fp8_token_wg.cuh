@@ -92,11 +92,13 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
     // fp8_ds_mla: P is one BF16 plane ([HT rows][128 B]) in the planes' place; Q's RoPE
-    // dims in BF16 ([HT rows][128 B]) and the current tile's block scales as floats
-    // ([64 rows][8]) follow.
+    // dims in BF16 ([HT rows][128 B]), the current tile's block scales as floats ([64
+    // rows][8], for S) and as BF16 pairs of rows 2i, 2i + 1 ([8 blocks][32], for P . V)
+    // follow.
     static constexpr int kQRopeOff = kPOff + 2 * kPPlane;
     static constexpr int kScaleTabOff = kQRopeOff + kHT * 128;
-    static constexpr int kColOff = kDs ? kScaleTabOff + kRows * 8 * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
+    static constexpr int kScalePairOff = kScaleTabOff + kRows * 8 * 4;
+    static constexpr int kColOff = kDs ? kScalePairOff + 8 * (kRows / 2) * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
     static constexpr int kItemOff = kAlphaOff + kHT * 4;           // BatchItem [kBatchItems], then 2 counts
@@ -504,62 +506,62 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             fence_regs(o[m]);
     }
 
-    // O^T += V^T . P^T over an fp8_ds_mla tile on BF16 wgmma, in 16 groups (K step of 16
-    // entries x pair of M-tiles, 128 dims). The thread reads dims d..d+3 (d = pair * 128 +
-    // warp * 32 + 4g, as accumulate's output mapping) of rows 2q, 2q + 1, 2q + 8, 2q + 9 of
-    // the step: E4M3 NoPE values times their row's block scale widened to BF16, or, for the
-    // RoPE dims (pair 3, warps 2-3), the BF16 values as they lie. Rows 2q + h share one
-    // swizzle, so one base per parity serves all steps. K is in entry order; dims d, d+1 go
-    // to M-tile 2 pair (rows g, g + 8), d+2, d+3 to M-tile 2 pair + 1.
-    __device__ void accumulate_ds(float (&o)[8][kSReg], const uint8_t *tile, const float *scales, SmemDesc dp) const
+    // O^T += V^T . P^T over an fp8_ds_mla tile on BF16 wgmma, M-tile m the dims of block m
+    // (NoPE, m < 7) or the RoPE dims (m = 7), warp w their 16 dims from 16w, in 16 units (M-tile
+    // x K step of 32 entries: two BF16 K steps). K is in entry order (P's BF16 plane).
+    // NoPE: one ldmatrix .trans of the E4M3 bytes as 16-bit dim pairs gives lane (g, q) dims
+    // 2g, 2g + 1 of entries 2q, 2q + 1 of each 8-row block j; one byte permute a block puts
+    // each dim's two entries together, widened to BF16 and times the entries' block scales
+    // (a BF16 pair from the pair table): dim 2g is M row g, 2g + 1 row g + 8. RoPE: two
+    // ldmatrix .trans of the BF16 values are the fragments as they come (dims g, g + 8 of
+    // the warp's 16 at rows g, g + 8). The swizzle (row % 8 = lane % 8) is the same for every
+    // step: one base per 16-byte column.
+    __device__ void accumulate_ds(float (&o)[8][kSReg], const uint8_t *tile, const uint32_t *scale_pairs,
+                                  SmemDesc dp) const
     {
-        constexpr int kGroups = 16, kPerWait = kHT >= 16 ? 8 : 16;
-        const int g = lane / 4, q = lane % 4;
-        const bool rope_warp = warp >= 2;
-        int nope[2], rope[2], scl[2];
+        constexpr int kUnits = 16, kPerWait = kHT >= 16 ? 8 : 16;
+        const int q = lane % 4;
+        const uint32_t row = smem_addr(tile + lane * 128);
+        // RoPE, per BF16 K step: matrix j = lane / 8 is entries 8 (j / 2) .. + 7 of the step
+        // and the warp's dims 8 (j % 2) .. + 7, in the tile's fifth 128-byte column block.
+        const int rope_row = 8 * (lane / 16) + lane % 8;
+        const uint32_t rope = smem_addr(tile + 4 * (kRows * 128) + rope_row * 128 +
+                                        (((2 * warp + (lane / 8) % 2) ^ (rope_row % 8)) << 4));
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const int r = 2 * q + h;
-            nope[h] = r * 128 + (((2 * warp + g / 4) ^ r) << 4) + (g % 4) * 4;
-            rope[h] = 4 * kRows * 128 + r * 128 + (((4 * (warp % 2) + g / 2) ^ r) << 4) + (g % 2) * 8;
-            scl[h] = 8 * r + warp / 2;
-        }
-#pragma unroll
-        for (int first = 0; first < kGroups; first += kPerWait) {
+        for (int first = 0; first < kUnits; first += kPerWait) {
             uint4 frag[kPerWait][2];
 #pragma unroll
             for (int n = 0; n < kPerWait; n++) {
-                const int pair = (first + n) / 4, step = (first + n) % 4;
-                uint2 v[4]; // rows 2q, 2q + 1, 2q + 8, 2q + 9: BF16 dims (d, d+1), (d+2, d+3)
-                if (pair == 3 && rope_warp) {
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        v[j] = *reinterpret_cast<const uint2 *>(tile + rope[j % 2] + (16 * step + 8 * (j / 2)) * 128);
-                } else {
-                    uint32_t raw[4];
-                    float sc[4];
+                const int m = (first + n) / 2, st = (first + n) % 2;
+                if (m < 7) {
+                    const int c = 4 * m + warp; // 16-byte column of the NoPE bytes
+                    uint32_t r[4];
+                    ldmatrix_x4_trans(row + (c / 8) * (kRows * 128) + st * 32 * 128 + (((c % 8) ^ (lane % 8)) << 4), r);
+                    uint32_t w[8];
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
-                        const int rows = 16 * step + 8 * (j / 2);
-                        raw[j] = *reinterpret_cast<const uint32_t *>(tile + pair * kRows * 128 + nope[j % 2] + rows * 128);
-                        sc[j] = scales[scl[j % 2] + 2 * pair + 8 * rows];
+                        const uint32_t v = prmt(r[j], 0, 0x3120); // dim 2g of both entries, then dim 2g + 1
+                        const uint32_t sp = scale_pairs[m * (kRows / 2) + 16 * st + 4 * j + q];
+                        w[2 * j] = bf16x2_times(e4m3x2_to_bf16x2(static_cast<uint16_t>(v)), sp);
+                        w[2 * j + 1] = bf16x2_times(e4m3x2_to_bf16x2(static_cast<uint16_t>(v >> 16)), sp);
                     }
+                    frag[n][0] = make_uint4(w[0], w[1], w[2], w[3]);
+                    frag[n][1] = make_uint4(w[4], w[5], w[6], w[7]);
+                } else {
 #pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        v[j] = make_uint2(e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j]), sc[j]),
-                                          e4m3x2_to_bf16x2(static_cast<uint16_t>(raw[j] >> 16), sc[j]));
+                    for (int k = 0; k < 2; k++) {
+                        uint32_t r[4];
+                        ldmatrix_x4_trans(rope + (2 * st + k) * 16 * 128, r);
+                        frag[n][k] = make_uint4(r[0], r[1], r[2], r[3]);
+                    }
                 }
-                frag[n][0] = make_uint4(__byte_perm(v[0].x, v[1].x, 0x5410), __byte_perm(v[0].x, v[1].x, 0x7632),
-                                        __byte_perm(v[2].x, v[3].x, 0x5410), __byte_perm(v[2].x, v[3].x, 0x7632));
-                frag[n][1] = make_uint4(__byte_perm(v[0].y, v[1].y, 0x5410), __byte_perm(v[0].y, v[1].y, 0x7632),
-                                        __byte_perm(v[2].y, v[3].y, 0x5410), __byte_perm(v[2].y, v[3].y, 0x7632));
             }
             wgmma_fence();
 #pragma unroll
             for (int n = 0; n < kPerWait; n++) {
-                const int pair = (first + n) / 4, step = (first + n) % 4;
-                WgmmaBf16RS<kHT>::run(o[2 * pair], frag[n][0], dp + k_step_units(step, kHT), 1);
-                WgmmaBf16RS<kHT>::run(o[2 * pair + 1], frag[n][1], dp + k_step_units(step, kHT), 1);
+                const int m = (first + n) / 2, st = (first + n) % 2;
+                WgmmaBf16RS<kHT>::run(o[m], frag[n][0], dp + k_step_units(2 * st, kHT), 1);
+                WgmmaBf16RS<kHT>::run(o[m], frag[n][1], dp + k_step_units(2 * st + 1, kHT), 1);
             }
             wgmma_commit();
             wgmma_wait<0>();
@@ -736,6 +738,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         uint64_t *rowinfo = reinterpret_cast<uint64_t *>(tiles + L::kRowInfoOff);
         uint64_t *scaleinfo = reinterpret_cast<uint64_t *>(tiles + L::kScaleRowOff); // kDs only
         float *scaletab = reinterpret_cast<float *>(own + L::kScaleTabOff);             // kDs only
+        uint32_t *scalepairs = reinterpret_cast<uint32_t *>(own + L::kScalePairOff);    // kDs only
         float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
         float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
@@ -831,6 +834,12 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     *reinterpret_cast<float4 *>(scaletab + 4 * tid) = make_float4(
                         ue8m0_to_float(static_cast<uint8_t>(sb)), ue8m0_to_float(static_cast<uint8_t>(sb >> 8)),
                         ue8m0_to_float(static_cast<uint8_t>(sb >> 16)), ue8m0_to_float(static_cast<uint8_t>(sb >> 24)));
+                    // As BF16 pairs of rows 2i, 2i + 1 (i = tid % 32) for blocks 2 (tid / 32), + 1.
+                    const int i = tid % 32, blk = 2 * (tid / 32);
+                    const uint32_t c0 = *reinterpret_cast<const uint16_t *>(tile + L::kScaleOff + 16 * i + blk),
+                                   c1 = *reinterpret_cast<const uint16_t *>(tile + L::kScaleOff + 16 * i + 8 + blk);
+                    scalepairs[blk * (kRows / 2) + i] = ue8m0x2_to_bf16x2(prmt(c0, c1, 0x0400));
+                    scalepairs[(blk + 1) * (kRows / 2) + i] = ue8m0x2_to_bf16x2(prmt(c0, c1, 0x0501));
                 }
                 // Tile g + kStages - 1 into the stage tile g-1 used.
                 const int ahead = g + kStages - 1;
@@ -925,7 +934,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                             o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
                 }
                 if constexpr (kDs)
-                    accumulate_ds(o, tile, scaletab, desc_p);
+                    accumulate_ds(o, tile, scalepairs, desc_p);
                 else
                     accumulate(o, tile, desc_p);
                 if (addressed) {
@@ -970,32 +979,30 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             finish_head(p, t, b.h0, tid, b.split, b.w.split, mrun[tid], colbuf, 4, kHT, kDs ? 1.f : kPScale, alpha_s);
         sync();
 
-        // Registers i (row g) and i+2 (row g+8) of M-tile 2 pair + m hold a dim pair: over
-        // fp8_ds_mla rows (accumulate_ds) dims d0 + 2m, + 1, so that m = 0, 1 are four
-        // consecutive dims (one 8-byte store); over `fp8` rows (accumulate) d0 + 16m, + 1.
+        // Registers i (row g) and i + 2 (row g + 8) of M-tile m hold dims d and d + e: over
+        // `fp8` rows (accumulate) d = 128 (m / 2) + 32 warp + 16 (m % 2) + 2g, e = 1; over
+        // fp8_ds_mla rows (accumulate_ds) d = 64 m + 16 warp + 2g, e = 1 for the NoPE blocks
+        // (m < 7), d = 448 + 16 warp + g, e = 8 for the RoPE dims.
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(b.h0) * 512;
         const int g = lane / 4;
 #pragma unroll
-        for (int pair = 0; pair < 4; pair++) {
-            const int d0 = pair * 128 + warp * 32 + g * (kDs ? 4 : 2);
+        for (int i = 0; i < kSReg; i++) {
+            if ((i % 4) >= 2)
+                continue;
+            const int col = acc_col(i, lane);
+            const float f = alpha_s[col];
+            uint16_t *dst = b.w.split ? p.partial_o + partial_index(p, t, b.h0 + col, b.split) * 512 : out + col * 512;
 #pragma unroll
-            for (int i = 0; i < kSReg; i++) {
-                if ((i % 4) >= 2)
-                    continue;
-                const int col = acc_col(i, lane);
-                const float f = alpha_s[col];
-                uint32_t w[2];
-#pragma unroll
-                for (int m = 0; m < 2; m++) {
-                    const __nv_bfloat162 x = __floats2bfloat162_rn(o[2 * pair + m][i] * f, o[2 * pair + m][i + 2] * f);
-                    w[m] = *reinterpret_cast<const uint32_t *>(&x);
-                }
-                uint16_t *dst = b.w.split ? p.partial_o + partial_index(p, t, b.h0 + col, b.split) * 512 : out + col * 512;
-                if constexpr (kDs) {
-                    *reinterpret_cast<uint2 *>(dst + d0) = make_uint2(w[0], w[1]);
+            for (int m = 0; m < 8; m++) {
+                const bool rope = kDs && m == 7;
+                const int d = !kDs ? 128 * (m / 2) + 32 * warp + 16 * (m % 2) + 2 * g
+                                   : rope ? 448 + 16 * warp + g : 64 * m + 16 * warp + 2 * g;
+                const __nv_bfloat162 x = __floats2bfloat162_rn(o[m][i] * f, o[m][i + 2] * f);
+                if (rope) {
+                    dst[d] = *reinterpret_cast<const uint16_t *>(&x.x);
+                    dst[d + 8] = *reinterpret_cast<const uint16_t *>(&x.y);
                 } else {
-                    *reinterpret_cast<uint32_t *>(dst + d0) = w[0];
-                    *reinterpret_cast<uint32_t *>(dst + d0 + 16) = w[1];
+                    *reinterpret_cast<__nv_bfloat162 *>(dst + d) = x;
                 }
             }
         }
