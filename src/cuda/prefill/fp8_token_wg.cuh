@@ -4,7 +4,9 @@
 // threads, except for the tiles. When the token has an even number of head groups, a
 // CTA's two WGs take two groups of one token and share its tiles (each copies half of
 // every tile, four stages); otherwise a CTA is one WG gathering its own (three stages at
-// 16 heads, two otherwise), two or three CTAs per SM.
+// 16 heads, two otherwise), two or three CTAs per SM, and walks its items (as many CTAs
+// as fit on the device; the next item's first tiles and Q are loaded under the end of the
+// item before).
 //
 //   S^T[64 x HT]  = K[64 x 512] . Q^T     FP8 wgmma, both operands in shared memory
 //   O^T[512 x HT] += V^T[512 x 64] . P^T  FP8 wgmma, V^T fragments built in registers
