@@ -323,21 +323,21 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v)
     const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
     return *reinterpret_cast<const uint32_t *>(&b);
 }
-// Two BF16 (a word) times a UE8M0 scale (a power of two or NaN, so exact in BF16), both
-// in one BF16 multiply: the product is rounded once, as an f32 multiply followed by a
-// rounding to BF16 would round it (BF16 arithmetic keeps subnormals; gpu_test_widen_exact
-// checks every code under every scale).
-__device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, float scale)
-{
-    const __nv_bfloat162 b = __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&w), __float2bfloat162_rn(scale));
-    return *reinterpret_cast<const uint32_t *>(&b);
-}
-// The same with a scale per half (a BF16 pair, each a power of two or NaN).
+// Two BF16 (a word) times UE8M0 scales (powers of two or NaN, so exact in BF16), one per
+// half as a BF16 pair, in one BF16 multiply: each product is rounded once, as an f32
+// multiply followed by a rounding to BF16 would round it (BF16 arithmetic keeps
+// subnormals; gpu_test_widen_exact checks every code under every scale).
 __device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, uint32_t scales)
 {
     const __nv_bfloat162 b =
         __hmul2(*reinterpret_cast<const __nv_bfloat162 *>(&w), *reinterpret_cast<const __nv_bfloat162 *>(&scales));
     return *reinterpret_cast<const uint32_t *>(&b);
+}
+// The same with one scale for both halves.
+__device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, float scale)
+{
+    const __nv_bfloat162 s = __float2bfloat162_rn(scale);
+    return bf16x2_times(w, *reinterpret_cast<const uint32_t *>(&s));
 }
 // Two E4M3 times a UE8M0 scale to two BF16: exact unless the product leaves BF16's range.
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)

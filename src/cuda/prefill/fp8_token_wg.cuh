@@ -680,10 +680,6 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     __device__ BatchItem *batch() const { return reinterpret_cast<BatchItem *>(own + L::kItemOff); }
     __device__ int *batch_counts() const { return reinterpret_cast<int *>(own + L::kItemOff + kBatchItems * sizeof(BatchItem)); }
 
-    // The batch of items first + k * stride (k < candidates <= kBatchItems, item < items),
-    // resolved by warp 0's lanes at once: the items with tiles, in order, at the start of
-    // the table, tokens without an active entry at its end, their output written here by
-    // the whole WG. Returns the items with tiles.
     // Work item `item`'s token, first head and split (its tiles unknown).
     __device__ BatchItem item_of(int item) const
     {
@@ -695,6 +691,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         return b;
     }
 
+    // The batch of items first + k * stride (k < candidates <= kBatchItems, item < items),
+    // resolved by warp 0's lanes at once: the items with tiles, in order, at the start of
+    // the table, tokens without an active entry at its end, their output written here by
+    // the whole WG. Returns the items with tiles.
     __device__ int resolve_batch(int first, int stride, int candidates, int items) const
     {
         BatchItem *tab = batch();
