@@ -351,13 +351,19 @@ __device__ __forceinline__ float2 bf16x2_to_float2(uint32_t v)
     return make_float2(__uint_as_float(v << 16), __uint_as_float(v & 0xFFFF0000u));
 }
 
-// Two UE8M0 block scales (codes in bits 0-7 and 16-23) as a BF16 pair, each exactly
-// ue8m0_to_float's value: the code is BF16's exponent field, except 0 (2^-127, a BF16
-// subnormal: 0x0040) and 255 (NaN: 0x7FC0, as 0x7F80 | 0x0040).
-__device__ __forceinline__ uint32_t ue8m0x2_to_bf16x2(uint32_t codes)
+// 2^(c - k) for a UE8M0 code c at most k (0 below float's range), NaN for c = 255: a block
+// scale relative to 2^(k - 127).
+__device__ __forceinline__ float ue8m0_ratio(uint32_t c, int k)
 {
-    const uint32_t bits = (codes & 0x00FF00FFu) << 7;
-    return bits | ((__vcmpeq2(bits, 0u) | __vcmpeq2(bits, 0x7F807F80u)) & 0x00400040u);
+    const int d = static_cast<int>(c) - k;
+    const float f = d >= -126 ? __int_as_float((d + 127) << 23) : 0.f;
+    return c == 255 ? __int_as_float(0x7FC00000) : f;
+}
+// Two FP16 (a word) times two FP16 scales, each half its own.
+__device__ __forceinline__ uint32_t f16x2_times(uint32_t w, uint32_t scales)
+{
+    const __half2 h = __hmul2(*reinterpret_cast<const __half2 *>(&w), *reinterpret_cast<const __half2 *>(&scales));
+    return *reinterpret_cast<const uint32_t *>(&h);
 }
 // UE8M0 block scale: 2^(b - 127); 255 is NaN.
 __device__ __forceinline__ float ue8m0_to_float(uint8_t b)

@@ -29,11 +29,14 @@
 // fp8_ds_mla rows (kDs; 8 or 16 heads per WG): the rows land as they lie (448 E4M3 NoPE
 // values, 64 BF16 RoPE values, 7 UE8M0 block scales). S takes the NoPE dims on FP8 wgmma,
 // each K step's fresh accumulators times its block's scale per entry, and the RoPE dims as
-// four chained BF16 steps (Q's RoPE widened to BF16 once per item). P . V runs on BF16
-// wgmma: the V^T fragments are the rows' values times their block scale, widened to BF16
-// in registers (exact), and P is one BF16 plane, so the block scale, which varies along
-// wgmma's K (the entries), is applied where each value is read. BF16 P . V does the same
-// tensor work as the two E4M3 planes.
+// four chained BF16 steps (Q's RoPE widened to BF16 once per item). P . V: the block
+// scale varies along wgmma's K (the entries), so it is applied where each value is read,
+// in registers. The NoPE blocks run on FP16 wgmma: a value is converted to FP16 exactly
+// (one instruction) and multiplied by 2^(c - k), c its row's code and k the block's
+// largest code so far (exact while c - k >= -12); O's block takes 2^(k_old - k) when k
+// rises and 2^(k - 127) at the end. P is an FP16 plane (times 2^10) for them and a BF16
+// plane for the RoPE dims (BF16 wgmma, the values as they lie). One 16-bit plane does the
+// tensor work of the two E4M3 planes.
 // BF16 queries over fp8_ds_mla rows (kBf16Q): the same, but S takes the NoPE dims on FP16
 // wgmma with K from registers, the rows' E4M3 values converted exactly to FP16 (one
 // instruction per two), a 64-dim block's four K steps chained in FP32 and then times the
@@ -61,6 +64,10 @@ constexpr int kRows = 64;          // KV entries per tile
 static __device__ __align__(128) uint8_t zero_row[640];
 constexpr int kWGThreads = 128;
 constexpr float kPScale = 256.0f;
+// P's factor in the FP16 plane over fp8_ds_mla rows: keeps p >= 2^-24 out of FP16's
+// subnormals (scripts/ds_fp8_numerics.py: without it, rows at p ~ e^-16 whose block scale
+// is 2^20 above the others' keep one or two bits; relative error 7.7e-3, with it 2.3e-5).
+constexpr float kP16Scale = 1024.0f;
 
 // A work item of a CTA's batch, resolved (work_item) before its tiles start: the token,
 // its first head and split, and its tiles. A CTA takes its items in batches of up to
@@ -93,14 +100,16 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
-    // fp8_ds_mla: P is one BF16 plane ([HT rows][128 B]) in the planes' place; Q's RoPE
-    // dims in BF16 ([HT rows][128 B]), the current tile's block scales as floats ([64
-    // rows][8], for S) and as BF16 pairs of rows 2i, 2i + 1 ([8 blocks][32], for P . V)
-    // follow.
+    // fp8_ds_mla: P is a BF16 plane and an FP16 plane ([HT rows][128 B] each) in the
+    // planes' place; Q's RoPE dims in BF16 ([HT rows][128 B]), the current tile's block
+    // scales as floats ([64 rows][8], for S) and as FP16 pairs of rows 2i, 2i + 1 relative
+    // to each block's running maximum code ([8 blocks][32], for P . V), then per block the
+    // factor O takes at this tile and that maximum code ([8] floats, [8] ints) follow.
     static constexpr int kQRopeOff = kPOff + 2 * kPPlane;
     static constexpr int kScaleTabOff = kQRopeOff + kHT * 128;
     static constexpr int kScalePairOff = kScaleTabOff + kRows * 8 * 4;
-    static constexpr int kColOff = kDs ? kScalePairOff + 8 * (kRows / 2) * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
+    static constexpr int kBlockOff = kScalePairOff + 8 * (kRows / 2) * 4;
+    static constexpr int kColOff = kDs ? kBlockOff + 2 * 8 * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
     static constexpr int kItemOff = kAlphaOff + kHT * 4;           // BatchItem [kBatchItems], then 2 counts
@@ -508,18 +517,18 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             fence_regs(o[m]);
     }
 
-    // O^T += V^T . P^T over an fp8_ds_mla tile on BF16 wgmma, M-tile m the dims of block m
-    // (NoPE, m < 7) or the RoPE dims (m = 7), warp w their 16 dims from 16w, in 16 units (M-tile
-    // x K step of 32 entries: two BF16 K steps). K is in entry order (P's BF16 plane).
-    // NoPE: one ldmatrix .trans of the E4M3 bytes as 16-bit dim pairs gives lane (g, q) dims
-    // 2g, 2g + 1 of entries 2q, 2q + 1 of each 8-row block j; one byte permute a block puts
-    // each dim's two entries together, widened to BF16 and times the entries' block scales
-    // (a BF16 pair from the pair table): dim 2g is M row g, 2g + 1 row g + 8. RoPE: two
-    // ldmatrix .trans of the BF16 values are the fragments as they come (dims g, g + 8 of
-    // the warp's 16 at rows g, g + 8). The swizzle (row % 8 = lane % 8) is the same for every
-    // step: one base per 16-byte column.
+    // O^T += V^T . P^T over an fp8_ds_mla tile, M-tile m the dims of block m (NoPE, m < 7,
+    // FP16 wgmma) or the RoPE dims (m = 7, BF16 wgmma), warp w their 16 dims from 16w, in
+    // 16 units (M-tile x K step of 32 entries: two 16-bit K steps). K is in entry order (P's
+    // planes: FP16 at dp16, BF16 at dp). NoPE: one ldmatrix .trans of the E4M3 bytes as
+    // 16-bit dim pairs gives lane (g, q) dims 2g, 2g + 1 of entries 2q, 2q + 1 of each 8-row
+    // block j; one byte permute a block puts each dim's two entries together, converted to
+    // FP16 and times the entries' relative block scales (an FP16 pair from the pair table):
+    // dim 2g is M row g, 2g + 1 row g + 8. RoPE: two ldmatrix .trans of the BF16 values are
+    // the fragments as they come (dims g, g + 8 of the warp's 16 at rows g, g + 8). The
+    // swizzle (row % 8 = lane % 8) is the same for every step: one base per 16-byte column.
     __device__ void accumulate_ds(float (&o)[8][kSReg], const uint8_t *tile, const uint32_t *scale_pairs,
-                                  SmemDesc dp) const
+                                  SmemDesc dp, SmemDesc dp16) const
     {
         constexpr int kUnits = 16, kPerWait = kHT >= 16 ? 8 : 16;
         const int q = lane % 4;
@@ -544,8 +553,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     for (int j = 0; j < 4; j++) {
                         const uint32_t v = prmt(r[j], 0, 0x3120); // dim 2g of both entries, then dim 2g + 1
                         const uint32_t sp = scale_pairs[m * (kRows / 2) + 16 * st + 4 * j + q];
-                        w[2 * j] = bf16x2_times(e4m3x2_to_bf16x2(static_cast<uint16_t>(v)), sp);
-                        w[2 * j + 1] = bf16x2_times(e4m3x2_to_bf16x2(static_cast<uint16_t>(v >> 16)), sp);
+                        w[2 * j] = f16x2_times(e4m3x2_to_f16x2(static_cast<uint16_t>(v)), sp);
+                        w[2 * j + 1] = f16x2_times(e4m3x2_to_f16x2(static_cast<uint16_t>(v >> 16)), sp);
                     }
                     frag[n][0] = make_uint4(w[0], w[1], w[2], w[3]);
                     frag[n][1] = make_uint4(w[4], w[5], w[6], w[7]);
@@ -562,8 +571,13 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
 #pragma unroll
             for (int n = 0; n < kPerWait; n++) {
                 const int m = (first + n) / 2, st = (first + n) % 2;
-                WgmmaBf16RS<kHT>::run(o[m], frag[n][0], dp + k_step_units(2 * st, kHT), 1);
-                WgmmaBf16RS<kHT>::run(o[m], frag[n][1], dp + k_step_units(2 * st + 1, kHT), 1);
+#pragma unroll
+                for (int k = 0; k < 2; k++) {
+                    if (m < 7)
+                        WgmmaF16RS<kHT>::run(o[m], frag[n][k], dp16 + k_step_units(2 * st + k, kHT), 1);
+                    else
+                        WgmmaBf16RS<kHT>::run(o[m], frag[n][k], dp + k_step_units(2 * st + k, kHT), 1);
+                }
             }
             wgmma_commit();
             wgmma_wait<0>();
@@ -741,6 +755,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         uint64_t *scaleinfo = reinterpret_cast<uint64_t *>(tiles + L::kScaleRowOff); // kDs only
         float *scaletab = reinterpret_cast<float *>(own + L::kScaleTabOff);             // kDs only
         uint32_t *scalepairs = reinterpret_cast<uint32_t *>(own + L::kScalePairOff);    // kDs only
+        float *blockinfo = reinterpret_cast<float *>(own + L::kBlockOff);                // kDs only
         float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
         float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
@@ -820,6 +835,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 l[c] = 0.f;
                 m_run[c] = -INFINITY;
             }
+            int k_run[2] = {0, 0}; // kDs: the largest codes so far of this warp's blocks
 
             const int ntiles = b.w.ntiles;
             for (int it = 0; it < ntiles; it++, g++) {
@@ -836,12 +852,25 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     *reinterpret_cast<float4 *>(scaletab + 4 * tid) = make_float4(
                         ue8m0_to_float(static_cast<uint8_t>(sb)), ue8m0_to_float(static_cast<uint8_t>(sb >> 8)),
                         ue8m0_to_float(static_cast<uint8_t>(sb >> 16)), ue8m0_to_float(static_cast<uint8_t>(sb >> 24)));
-                    // As BF16 pairs of rows 2i, 2i + 1 (i = tid % 32) for blocks 2 (tid / 32), + 1.
-                    const int i = tid % 32, blk = 2 * (tid / 32);
+                    // For P . V: warp w's lanes hold the 32 row pairs (2i, 2i + 1; i = lane) of
+                    // blocks 2w, 2w + 1 (block 7: the padding byte, unused). Each block's largest
+                    // code so far (k_run, the same in every lane), its factor for O and the FP16
+                    // pairs 2^(c - k) of its rows.
+                    const int i = lane, blk = 2 * warp;
                     const uint32_t c0 = *reinterpret_cast<const uint16_t *>(tile + L::kScaleOff + 16 * i + blk),
                                    c1 = *reinterpret_cast<const uint16_t *>(tile + L::kScaleOff + 16 * i + 8 + blk);
-                    scalepairs[blk * (kRows / 2) + i] = ue8m0x2_to_bf16x2(prmt(c0, c1, 0x0400));
-                    scalepairs[(blk + 1) * (kRows / 2) + i] = ue8m0x2_to_bf16x2(prmt(c0, c1, 0x0501));
+#pragma unroll
+                    for (int h = 0; h < 2; h++) {
+                        const uint32_t a = (c0 >> (8 * h)) & 0xFF, z = (c1 >> (8 * h)) & 0xFF;
+                        const int k = max(k_run[h], static_cast<int>(__reduce_max_sync(0xffffffffu, max(a, z))));
+                        const __half2 pair = __floats2half2_rn(ue8m0_ratio(a, k), ue8m0_ratio(z, k));
+                        scalepairs[(blk + h) * (kRows / 2) + i] = *reinterpret_cast<const uint32_t *>(&pair);
+                        if (lane == 0) {
+                            blockinfo[blk + h] = ue8m0_ratio(static_cast<uint32_t>(k_run[h]), k);
+                            reinterpret_cast<int *>(blockinfo + 8)[blk + h] = k;
+                        }
+                        k_run[h] = k;
+                    }
                 }
                 // Tile g + kStages - 1 into the stage tile g-1 used.
                 const int ahead = g + kStages - 1;
@@ -895,11 +924,13 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 }
                 // Register i is (row r_lo or r_lo + 8, column 8(i/4) + 2q + i%2).
                 if constexpr (kDs) {
-                    // One BF16 plane, rows in entry order.
+                    // A BF16 and an FP16 plane, rows in entry order.
 #pragma unroll
-                    for (int i = 0; i < kSReg; i++)
-                        *reinterpret_cast<__nv_bfloat16 *>(ps + tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)))) =
-                            __float2bfloat16_rn(s[i]);
+                    for (int i = 0; i < kSReg; i++) {
+                        const uint32_t at = tile_offset(kHT, acc_col(i, lane), 2 * (r_lo + 8 * ((i % 4) / 2)));
+                        *reinterpret_cast<__nv_bfloat16 *>(ps + at) = __float2bfloat16_rn(s[i]);
+                        *reinterpret_cast<__half *>(ps + L::kPPlane + at) = __float2half_rn(s[i] * kP16Scale);
+                    }
                 } else {
                     // Its byte in the swizzled [HT][128] planes is a per-thread base (one per
                     // i%2) plus constants. Registers i and i + 2 (rows r_lo, r_lo + 8) are one
@@ -935,10 +966,27 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                         for (int i = 0; i < kSReg; i++)
                             o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
                 }
-                if constexpr (kDs)
-                    accumulate_ds(o, tile, scalepairs, desc_p);
-                else
+                if constexpr (kDs) {
+                    // A block whose largest code rose: its O in the new units (the same
+                    // factors in every thread: no divergence).
+                    float f[8];
+                    bool moved = false;
+#pragma unroll
+                    for (int m = 0; m < 7; m++) {
+                        f[m] = blockinfo[m];
+                        moved |= f[m] != 1.f;
+                    }
+                    if (moved) {
+#pragma unroll
+                        for (int m = 0; m < 7; m++)
+#pragma unroll
+                            for (int i = 0; i < kSReg; i++)
+                                o[m][i] *= f[m];
+                    }
+                    accumulate_ds(o, tile, scalepairs, desc_p, desc_sw128(ps + L::kPPlane, 0));
+                } else {
                     accumulate(o, tile, desc_p);
+                }
                 if (addressed) {
                     if (tid < kMine)
                         store_row(rowinfo, scaleinfo, ((g + kStages) % kSlots) * kRows + r0 + tid, next);
@@ -987,6 +1035,15 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         // (m < 7), d = 448 + 16 warp + g, e = 8 for the RoPE dims.
         uint16_t *out = p.out + t * p.out_token_stride + int64_t(b.h0) * 512;
         const int g = lane / 4;
+        // fp8_ds_mla: a NoPE block's O is in units of 2^(k - 127) / kP16Scale, k its
+        // largest code.
+        float unit[8];
+#pragma unroll
+        for (int m = 0; m < 8; m++)
+            unit[m] = kDs && m < 7 ? ue8m0_to_float(static_cast<uint8_t>(reinterpret_cast<const int *>(
+                                         own + L::kBlockOff + 8 * sizeof(float))[m])) *
+                                         (1.f / kP16Scale)
+                                   : 1.f;
 #pragma unroll
         for (int i = 0; i < kSReg; i++) {
             if ((i % 4) >= 2)
@@ -999,7 +1056,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 const bool rope = kDs && m == 7;
                 const int d = !kDs ? 128 * (m / 2) + 32 * warp + 16 * (m % 2) + 2 * g
                                    : rope ? 448 + 16 * warp + g : 64 * m + 16 * warp + 2 * g;
-                const __nv_bfloat162 x = __floats2bfloat162_rn(o[m][i] * f, o[m][i + 2] * f);
+                const __nv_bfloat162 x = __floats2bfloat162_rn(o[m][i] * (f * unit[m]), o[m][i + 2] * (f * unit[m]));
                 if (rope) {
                     dst[d] = *reinterpret_cast<const uint16_t *>(&x.x);
                     dst[d + 8] = *reinterpret_cast<const uint16_t *>(&x.y);
