@@ -199,6 +199,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     // 1.3e-3 (over the 1e-3 limit) for a 1% gain, so every step is promoted.
     static constexpr int kChain = 1;
     static constexpr int kGroupsPerWait = kHT >= 32 ? 4 : 8; // of the tile's 8 groups
+    // P . V's last wgmmas over `fp8` rows complete under the next tile's gather and first S
+    // wgmmas, their fragments held meanwhile: at 16 heads only (8 run three CTAs an SM, at
+    // 168 registers, and 32 hold twice the O; both would spill).
+    static constexpr bool kDeferPV = !kDs && kHT == 16;
 
     const AttentionParams &p;
     uint8_t *tiles; // the tiles, then the row-address ring (the CTA's when kShared)
@@ -294,7 +298,9 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     }
 
     // da, db: descriptors of the tile and of Q at K step 0; steps add constant offsets.
-    __device__ void score(float (&s)[kSReg], SmemDesc da, SmemDesc db) const
+    // waited(): run after the first wait, which also completes the tile before's P . V
+    // (accumulate leaves it in flight under kDeferPV).
+    template <class Waited> __device__ void score(float (&s)[kSReg], SmemDesc da, SmemDesc db, Waited waited) const
     {
 #pragma unroll
         for (int b = 0; b < 16; b += kBatch * kChain) {
@@ -310,6 +316,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 }
             wgmma_commit();
             wgmma_wait<0>();
+            if (b == 0)
+                waited();
 #pragma unroll
             for (int j = 0; j < kBatch; j++) {
                 fence_regs(part[j]);
@@ -471,14 +479,17 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
 
     // O^T += V^T . P^T over the tile, in 8 groups (K step of 32 rows x pair of M-tiles,
     // 128 dims): A fragments from two transposing matrix loads and 8 byte permutes, then 4
-    // wgmmas (hi, lo). kGroupsPerWait groups are built, issued, and waited for together.
+    // wgmmas (hi, lo). kGroupsPerWait groups are built, issued, and waited for together;
+    // under kDeferPV the last ones are left in flight, with their fragments in frag (the
+    // caller's), for the next tile's first S wait or the item's end to complete.
     // M-tile 2 pair + m of warp w is the 16 dims of chunk 2w + m of the pair's 128 (16
     // bytes of a row): lane l gives the address of the step's row l (8-row block l / 8),
     // and gets, per block j, dims 2g, 2g + 1 of rows 2q, 2q + 1. Blocks j, j + 1 permuted
     // give dim 2g (M row g) and 2g + 1 (row g + 8) at rows 2q, 8 + 2q, 2q + 1, 9 + 2q of
     // the pair of blocks: K 4q .. 4q + 3 (16 more for blocks 2, 3) in k_of_row's order.
     // The swizzle (row % 8 = lane % 8) is the same for every step and pair: one base per m.
-    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, SmemDesc dp) const
+    __device__ void accumulate(float (&o)[8][kSReg], const uint8_t *tile, SmemDesc dp,
+                               uint4 (&frag)[kGroupsPerWait][2]) const
     {
         uint32_t base[2];
 #pragma unroll
@@ -486,7 +497,6 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             base[m] = smem_addr(tile + lane * 128 + (((2 * warp + m) ^ (lane % 8)) << 4));
 #pragma unroll
         for (int first = 0; first < 8; first += kGroupsPerWait) {
-            uint4 frag[kGroupsPerWait][2];
 #pragma unroll
             for (int n = 0; n < kGroupsPerWait; n++) {
                 const int step = (first + n) / 4, pair = (first + n) % 4;
@@ -509,9 +519,18 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[n][1], b_lo, 1);
             }
             wgmma_commit();
-            wgmma_wait<0>();
-            keep_live(frag);
+            if (!kDeferPV || first + kGroupsPerWait < 8) {
+                wgmma_wait<0>();
+                keep_live(frag);
+            }
         }
+        if constexpr (!kDeferPV)
+            accumulated(o, frag);
+    }
+    // After accumulate's wgmmas complete: its last fragments and O may be used again.
+    __device__ static void accumulated(float (&o)[8][kSReg], const uint4 (&frag)[kGroupsPerWait][2])
+    {
+        keep_live(frag);
 #pragma unroll
         for (int m = 0; m < 8; m++)
             fence_regs(o[m]);
@@ -818,6 +837,9 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             cp_async_commit();
         }
 
+        // accumulate's fragments: under kDeferPV those of the wgmmas left in flight (zeros
+        // before the first).
+        uint4 pv_frag[kGroupsPerWait][2] = {};
         int g = 0;
         for (int item = 0; item < count; item++) {
             const BatchItem &b = tab[item];
@@ -889,7 +911,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 else if constexpr (kDs)
                     score_ds(s, tile, scaletab, desc_q, desc_sw128(own + L::kQRopeOff, 0));
                 else
-                    score(s, desc_sw128(tile, 0), desc_q);
+                    score(s, desc_sw128(tile, 0), desc_q, [&]() {
+                        if constexpr (kDeferPV)
+                            accumulated(o, pv_frag);
+                    });
 
                 // Scores in log2 units, masked rows -inf; column max over the WG's 64 rows.
                 const int r_lo = warp * 16 + lane / 4;
@@ -985,7 +1010,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     }
                     accumulate_ds(o, tile, scalepairs, desc_p, desc_sw128(ps + L::kPPlane, 0));
                 } else {
-                    accumulate(o, tile, desc_p);
+                    accumulate(o, tile, desc_p, pv_frag);
                 }
                 if (addressed) {
                     if (tid < kMine)
@@ -1002,6 +1027,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
 #pragma unroll
                 for (int k = 0; k < kQPer; k++)
                     qv[k] = make_uint4(0, 0, 0, 0);
+            }
+            if constexpr (kDeferPV) {
+                wgmma_wait<0>();
+                accumulated(o, pv_frag);
             }
             epilogue(b, o, l, m_run);
         }
