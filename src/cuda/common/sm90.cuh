@@ -307,17 +307,24 @@ __device__ __forceinline__ uint8_t *align_smem_1024(uint8_t *smem)
     return smem + ((1024u - (addr & 1023u)) & 1023u);
 }
 
-// Two E4M3 (low byte first) to two FP16 packed in a word, exactly (one instruction).
-__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint16_t v)
+// The two E4M3 in half H of a word (H = 0: bits 0-15; low byte first) to two FP16 packed
+// in a word, exactly: one instruction, which reads the word's half itself (F2FP ... R.H1,
+// where a 16-bit operand would cost a shift first).
+template <int H> __device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t w)
 {
+    static_assert(H == 0 || H == 1, "a half of the word");
     uint32_t h2;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(v));
+    if constexpr (H == 0)
+        asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, lo;\n}\n" : "=r"(h2) : "r"(w));
+    else
+        asm("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\ncvt.rn.f16x2.e4m3x2 %0, hi;\n}\n" : "=r"(h2) : "r"(w));
     return h2;
 }
-// Two E4M3 (low byte first) to two BF16 packed in a word, exactly (via f16 and f32).
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v)
+// Two E4M3 (half H of a word, low byte first) to two BF16 packed in a word, exactly (via
+// f16 and f32).
+template <int H> __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t w)
 {
-    const uint32_t h2 = e4m3x2_to_f16x2(v);
+    const uint32_t h2 = e4m3x2_to_f16x2<H>(w);
     const __half2 h = *reinterpret_cast<const __half2 *>(&h2);
     const float2 f = __half22float2(h);
     const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);
@@ -339,10 +346,11 @@ __device__ __forceinline__ uint32_t bf16x2_times(uint32_t w, float scale)
     const __nv_bfloat162 s = __float2bfloat162_rn(scale);
     return bf16x2_times(w, *reinterpret_cast<const uint32_t *>(&s));
 }
-// Two E4M3 times a UE8M0 scale to two BF16: exact unless the product leaves BF16's range.
-__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint16_t v, float scale)
+// Two E4M3 (half H of a word) times a UE8M0 scale to two BF16: exact unless the product
+// leaves BF16's range.
+template <int H> __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t w, float scale)
 {
-    return bf16x2_times(e4m3x2_to_bf16x2(v), scale);
+    return bf16x2_times(e4m3x2_to_bf16x2<H>(w), scale);
 }
 
 // Two BF16 values (the low half first) as floats, exactly.
@@ -377,8 +385,7 @@ __device__ __forceinline__ float ue8m0_to_float(uint8_t b)
 
 __device__ __forceinline__ float e4m3_to_float(uint8_t v)
 {
-    uint32_t h2;
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(h2) : "h"(static_cast<uint16_t>(v)));
+    const uint32_t h2 = e4m3x2_to_f16x2<0>(v);
     return __half2float(__ushort_as_half(static_cast<unsigned short>(h2 & 0xFFFF)));
 }
 

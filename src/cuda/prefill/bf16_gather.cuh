@@ -18,8 +18,8 @@ __device__ __forceinline__ void widen_chunk(uint4 v, uint4 &lo, uint4 &hi)
     uint32_t o[8];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
-        o[2 * i] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i]));
-        o[2 * i + 1] = e4m3x2_to_bf16x2(static_cast<uint16_t>(w[i] >> 16));
+        o[2 * i] = e4m3x2_to_bf16x2<0>(w[i]);
+        o[2 * i + 1] = e4m3x2_to_bf16x2<1>(w[i]);
     }
     lo = make_uint4(o[0], o[1], o[2], o[3]);
     hi = make_uint4(o[4], o[5], o[6], o[7]);

@@ -103,7 +103,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     // fp8_ds_mla: P is a BF16 plane and an FP16 plane ([HT rows][128 B] each) in the
     // planes' place; Q's RoPE dims in BF16 ([HT rows][128 B]), the current tile's block
     // scales as floats ([64 rows][8], for S) and as FP16 pairs of rows 2i, 2i + 1 relative
-    // to each block's running maximum code ([8 blocks][32], for P . V), then per block the
+    // to each block's running maximum code ([8 blocks][32], for P . V; pair i = 16a + 4b + c
+    // at 16a + 4c + b: accumulate_ds reads a lane's four with one load), then per block the
     // factor O takes at this tile and that maximum code ([8] floats, [8] ints) follow.
     static constexpr int kQRopeOff = kPOff + 2 * kPPlane;
     static constexpr int kScaleTabOff = kQRopeOff + kHT * 128;
@@ -435,14 +436,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     const int c = 2 * blk + cc;
                     const uint8_t *at = row + (c / 4) * (kRows * 128) + off[c % 4];
                     const uint2 lo = *reinterpret_cast<const uint2 *>(at), hi = *reinterpret_cast<const uint2 *>(at + 8 * 128);
-                    const uint32_t wl[4] = {e4m3x2_to_f16x2(static_cast<uint16_t>(lo.x)),
-                                            e4m3x2_to_f16x2(static_cast<uint16_t>(lo.x >> 16)),
-                                            e4m3x2_to_f16x2(static_cast<uint16_t>(lo.y)),
-                                            e4m3x2_to_f16x2(static_cast<uint16_t>(lo.y >> 16))};
-                    const uint32_t wh[4] = {e4m3x2_to_f16x2(static_cast<uint16_t>(hi.x)),
-                                            e4m3x2_to_f16x2(static_cast<uint16_t>(hi.x >> 16)),
-                                            e4m3x2_to_f16x2(static_cast<uint16_t>(hi.y)),
-                                            e4m3x2_to_f16x2(static_cast<uint16_t>(hi.y >> 16))};
+                    const uint32_t wl[4] = {e4m3x2_to_f16x2<0>(lo.x), e4m3x2_to_f16x2<1>(lo.x),
+                                            e4m3x2_to_f16x2<0>(lo.y), e4m3x2_to_f16x2<1>(lo.y)};
+                    const uint32_t wh[4] = {e4m3x2_to_f16x2<0>(hi.x), e4m3x2_to_f16x2<1>(hi.x),
+                                            e4m3x2_to_f16x2<0>(hi.y), e4m3x2_to_f16x2<1>(hi.y)};
                     // A registers: (row r_lo, K 2q..), (r_lo + 8, 2q..), (r_lo, 2q + 8..), (r_lo + 8, 2q + 8..).
                     frag[j][2 * cc] = make_uint4(wl[0], wh[0], wl[1], wh[1]);
                     frag[j][2 * cc + 1] = make_uint4(wl[2], wh[2], wl[3], wh[3]);
@@ -567,13 +564,16 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     const int c = 4 * m + warp; // 16-byte column of the NoPE bytes
                     uint32_t r[4];
                     ldmatrix_x4_trans(row + (c / 8) * (kRows * 128) + st * 32 * 128 + (((c % 8) ^ (lane % 8)) << 4), r);
+                    // The scale pairs of entries 8j + 2q, + 1 (j = 0..3): one 16-byte load.
+                    const uint4 sp4 = *reinterpret_cast<const uint4 *>(scale_pairs + m * (kRows / 2) + 16 * st + 4 * q);
+                    const uint32_t sps[4] = {sp4.x, sp4.y, sp4.z, sp4.w};
                     uint32_t w[8];
 #pragma unroll
                     for (int j = 0; j < 4; j++) {
                         const uint32_t v = prmt(r[j], 0, 0x3120); // dim 2g of both entries, then dim 2g + 1
-                        const uint32_t sp = scale_pairs[m * (kRows / 2) + 16 * st + 4 * j + q];
-                        w[2 * j] = f16x2_times(e4m3x2_to_f16x2(static_cast<uint16_t>(v)), sp);
-                        w[2 * j + 1] = f16x2_times(e4m3x2_to_f16x2(static_cast<uint16_t>(v >> 16)), sp);
+                        const uint32_t sp = sps[j];
+                        w[2 * j] = f16x2_times(e4m3x2_to_f16x2<0>(v), sp);
+                        w[2 * j + 1] = f16x2_times(e4m3x2_to_f16x2<1>(v), sp);
                     }
                     frag[n][0] = make_uint4(w[0], w[1], w[2], w[3]);
                     frag[n][1] = make_uint4(w[4], w[5], w[6], w[7]);
@@ -701,10 +701,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
 #pragma unroll
                     for (int h = 0; h < 2; h++)
                         *reinterpret_cast<uint4 *>(qrope + tile_offset(kHT, head, (2 * (j - kNopeVecs) + h) * 16)) =
-                            make_uint4(e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h])),
-                                       e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h] >> 16)),
-                                       e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h + 1])),
-                                       e4m3x2_to_bf16x2(static_cast<uint16_t>(w[2 * h + 1] >> 16)));
+                            make_uint4(e4m3x2_to_bf16x2<0>(w[2 * h]), e4m3x2_to_bf16x2<1>(w[2 * h]),
+                                       e4m3x2_to_bf16x2<0>(w[2 * h + 1]), e4m3x2_to_bf16x2<1>(w[2 * h + 1]));
                 }
             }
         }
@@ -886,7 +884,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                         const uint32_t a = (c0 >> (8 * h)) & 0xFF, z = (c1 >> (8 * h)) & 0xFF;
                         const int k = max(k_run[h], static_cast<int>(__reduce_max_sync(0xffffffffu, max(a, z))));
                         const __half2 pair = __floats2half2_rn(ue8m0_ratio(a, k), ue8m0_ratio(z, k));
-                        scalepairs[(blk + h) * (kRows / 2) + i] = *reinterpret_cast<const uint32_t *>(&pair);
+                        const int at = (i & 16) | ((i & 3) << 2) | ((i >> 2) & 3); // the layout's order
+                        scalepairs[(blk + h) * (kRows / 2) + at] = *reinterpret_cast<const uint32_t *>(&pair);
                         if (lane == 0) {
                             blockinfo[blk + h] = ue8m0_ratio(static_cast<uint32_t>(k_run[h]), k);
                             reinterpret_cast<int *>(blockinfo + 8)[blk + h] = k;
@@ -970,7 +969,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                         const int pos = (i / 4) * 1024 + c * 128 + (((k_lo >> 4) ^ c) << 4) + (k_lo & 15);
                         const float v0 = s[i] * kPScale, v1 = s[i + 2] * kPScale;
                         const uint16_t hi = f32x2_to_e4m3x2(v0, v1); // v0 in the low byte
-                        const uint32_t hi_h2 = e4m3x2_to_f16x2(hi);
+                        const uint32_t hi_h2 = e4m3x2_to_f16x2<0>(hi);
                         const float2 h = __half22float2(*reinterpret_cast<const __half2 *>(&hi_h2));
                         *reinterpret_cast<uint16_t *>(ps + pos) = hi;
                         *reinterpret_cast<uint16_t *>(ps + L::kPPlane + pos) = f32x2_to_e4m3x2(v0 - h.x, v1 - h.y);
