@@ -113,10 +113,8 @@ __device__ __forceinline__ void raw_score_group(const uint8_t *q, const uint8_t 
             const int step = 8 * batch + i, blk = step / 4;
             const uint32_t w0 = rr.word0(step), w1 = rr.word1(step);
             const float s0 = rr.scale0[blk], s1 = rr.scale1[blk];
-            f[i] = make_uint4(e4m3x2_to_bf16x2<0>(w0, s0),
-                              e4m3x2_to_bf16x2<0>(w1, s1),
-                              e4m3x2_to_bf16x2<1>(w0, s0),
-                              e4m3x2_to_bf16x2<1>(w1, s1));
+            f[i] = make_uint4(e4m3x2_to_bf16x2<0>(w0, s0), e4m3x2_to_bf16x2<0>(w1, s1),
+                              e4m3x2_to_bf16x2<1>(w0, s0), e4m3x2_to_bf16x2<1>(w1, s1));
         }
         wgmma_fence();
 #pragma unroll
@@ -148,8 +146,7 @@ __device__ __forceinline__ void raw_score_group_f16(const uint8_t *q, const uint
         for (int i = 0; i < 4; i++) {
             const int step = 4 * blk + i;
             const uint32_t w0 = rr.word0(step), w1 = rr.word1(step);
-            f[i] = make_uint4(e4m3x2_to_f16x2<0>(w0), e4m3x2_to_f16x2<0>(w1),
-                              e4m3x2_to_f16x2<1>(w0),
+            f[i] = make_uint4(e4m3x2_to_f16x2<0>(w0), e4m3x2_to_f16x2<0>(w1), e4m3x2_to_f16x2<1>(w0),
                               e4m3x2_to_f16x2<1>(w1));
         }
         wgmma_fence();
