@@ -110,7 +110,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     static constexpr int kScaleTabOff = kQRopeOff + kHT * 128;
     static constexpr int kScalePairOff = kScaleTabOff + kRows * 8 * 4;
     static constexpr int kBlockOff = kScalePairOff + 8 * (kRows / 2) * 4;
-    static constexpr int kColOff = kDs ? kBlockOff + 2 * 8 * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
+    static constexpr int kBlockCodeOff = kBlockOff + 8 * 4;
+    static constexpr int kColOff = kDs ? kBlockCodeOff + 8 * 4 : kQRopeOff; // [2 tiles][4 warps][HT]
     static constexpr int kMaxOff = kColOff + 2 * 4 * kHT * 4;      // final max [HT]
     static constexpr int kAlphaOff = kMaxOff + kHT * 4;            // rescale [HT]
     static constexpr int kItemOff = kAlphaOff + kHT * 4;           // BatchItem [kBatchItems], then 2 counts
@@ -516,13 +517,15 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 WgmmaFp8RS<kHT>::run(o[2 * pair + 1], frag[n][1], b_lo, 1);
             }
             wgmma_commit();
-            if (!kDeferPV || first + kGroupsPerWait < 8) {
+            if (first + kGroupsPerWait < 8) {
                 wgmma_wait<0>();
                 keep_live(frag);
             }
         }
-        if constexpr (!kDeferPV)
+        if constexpr (!kDeferPV) {
+            wgmma_wait<0>();
             accumulated(o, frag);
+        }
     }
     // After accumulate's wgmmas complete: its last fragments and O may be used again.
     __device__ static void accumulated(float (&o)[8][kSReg], const uint4 (&frag)[kGroupsPerWait][2])
@@ -760,6 +763,18 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         return n_tiles;
     }
 
+    // The items first + k * stride (k < candidates, item < items): Q of the first loaded
+    // while the batch is resolved, then its items with tiles run.
+    __device__ void run_items(int first, int stride, int candidates, int items) const
+    {
+        const BatchItem guess = item_of(first);
+        uint4 qv[kQPer];
+        load_q(guess, qv);
+        const int count = resolve_batch(first, stride, candidates, items);
+        if (count > 0)
+            run_batch(count, guess, qv);
+    }
+
     // The count items of the table as one stream of tiles (g: the tile's index in the
     // stream), heads h0..h0+kHT-1 of each item's token, its tiles [first, first + ntiles).
     // qv: Q of `guess`, loaded before the batch was resolved (its address needs no lookup),
@@ -773,6 +788,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         float *scaletab = reinterpret_cast<float *>(own + L::kScaleTabOff);             // kDs only
         uint32_t *scalepairs = reinterpret_cast<uint32_t *>(own + L::kScalePairOff);    // kDs only
         float *blockinfo = reinterpret_cast<float *>(own + L::kBlockOff);                // kDs only
+        int *blockcode = reinterpret_cast<int *>(own + L::kBlockCodeOff);                // kDs only
         float *colbuf = reinterpret_cast<float *>(own + L::kColOff);
         float *mrun = reinterpret_cast<float *>(own + L::kMaxOff);
         float *alpha_s = reinterpret_cast<float *>(own + L::kAlphaOff);
@@ -888,7 +904,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                         scalepairs[(blk + h) * (kRows / 2) + at] = *reinterpret_cast<const uint32_t *>(&pair);
                         if (lane == 0) {
                             blockinfo[blk + h] = ue8m0_ratio(static_cast<uint32_t>(k_run[h]), k);
-                            reinterpret_cast<int *>(blockinfo + 8)[blk + h] = k;
+                            blockcode[blk + h] = k;
                         }
                         k_run[h] = k;
                     }
@@ -1065,13 +1081,11 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         const int g = lane / 4;
         // fp8_ds_mla: a NoPE block's O is in units of 2^(k - 127) / kP16Scale, k its
         // largest code.
+        const int *blockcode = reinterpret_cast<const int *>(own + L::kBlockCodeOff);
         float unit[8];
 #pragma unroll
         for (int m = 0; m < 8; m++)
-            unit[m] = kDs && m < 7 ? ue8m0_to_float(static_cast<uint8_t>(reinterpret_cast<const int *>(
-                                         own + L::kBlockOff + 8 * sizeof(float))[m])) *
-                                         (1.f / kP16Scale)
-                                   : 1.f;
+            unit[m] = kDs && m < 7 ? ue8m0_to_float(static_cast<uint8_t>(blockcode[m])) * (1.f / kP16Scale) : 1.f;
 #pragma unroll
         for (int i = 0; i < kSReg; i++) {
             if ((i % 4) >= 2)
@@ -1118,22 +1132,10 @@ __global__ void __launch_bounds__(kWGThreads *wgs_per_cta<kShared>(), (ctas_per_
         const int groups = p.num_heads / kHT;
         const int pair = blockIdx.x / p.splits;
         const int token_group = (pair / (groups / 2)) * groups + 2 * (pair % (groups / 2)) + wg;
-        const int item = token_group * p.splits + blockIdx.x % p.splits;
-        const BatchItem guess = w.item_of(item);
-        uint4 qv[w.kQPer];
-        w.load_q(guess, qv);
-        const int count = w.resolve_batch(item, 1, 1, items);
-        if (count > 0)
-            w.run_batch(count, guess, qv);
+        w.run_items(token_group * p.splits + blockIdx.x % p.splits, 1, 1, items);
     } else {
-        for (int64_t first = blockIdx.x; first < items; first += int64_t(kBatchItems) * gridDim.x) {
-            const BatchItem guess = w.item_of(static_cast<int>(first));
-            uint4 qv[w.kQPer];
-            w.load_q(guess, qv);
-            const int count = w.resolve_batch(static_cast<int>(first), gridDim.x, kBatchItems, items);
-            if (count > 0)
-                w.run_batch(count, guess, qv);
-        }
+        for (int64_t first = blockIdx.x; first < items; first += int64_t(kBatchItems) * gridDim.x)
+            w.run_items(static_cast<int>(first), gridDim.x, kBatchItems, items);
     }
 }
 
