@@ -194,6 +194,11 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
     static constexpr int kMine = kShared ? kRows / 2 : kRows; // rows of each tile this WG copies
     static constexpr int kSReg = kHT / 2;            // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;            // heads per thread
+    // How far a tile's scores may pass a head's running max before it moves (fp8m's and
+    // bf16m's rule): O is rescaled less often, and p < 2^kMaxLag. Over `fp8` rows
+    // 2^0.8 x kPScale = 445.7 <= 448, E4M3's largest value; over fp8_ds_mla rows P is
+    // 16-bit (2^4 x kP16Scale = 16384 in FP16).
+    static constexpr float kMaxLag = kDs ? 4.f : 0.8f;
     // Latency, not arithmetic, bounds a WG: few waits per tile. Registers decide how many
     // S steps share one wait and how many V^T fragment groups are built before one.
     static constexpr int kBatch = kHT >= 32 ? 2 : 8; // accumulator sets per wait
@@ -952,7 +957,8 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 for (int c = 0; c < kCols; c++) {
                     const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
                     const float *cb = colbuf + (g % 2) * 4 * kHT + col;
-                    const float m_new = fmaxf(fmaxf(m_run[c], fmaxf(cb[0], cb[kHT])), fmaxf(cb[2 * kHT], cb[3 * kHT]));
+                    const float m_tile = fmaxf(fmaxf(cb[0], cb[kHT]), fmaxf(cb[2 * kHT], cb[3 * kHT]));
+                    const float m_new = m_tile > m_run[c] + kMaxLag ? m_tile : m_run[c];
                     alpha[c] = m_new == -INFINITY ? 1.f : fast_exp2(m_run[c] - m_new);
                     m_run[c] = m_new;
                     // P = exp2(s - m); row sums.
