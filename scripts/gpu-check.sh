@@ -32,7 +32,7 @@
 #               direct fp8_ds_mla prefill, and bench_widen; scripts/timeline.py prints
 #               where a CTA's time goes (no smoke check: the kernels are main's).
 #               TIMELINE_DECODE=1: only bf16m's decode cases (fp8_ds_mla and bf16 rows)
-#               and bench_widen
+#               and bench_widen; TIMELINE_FP8_PREFILL=1: only fp8m's FP8 prefill case
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
@@ -249,15 +249,19 @@ timeline)
         step build_timeline cmake --build "$tl" -j "$jobs" --target smla_cli bench_widen && {
         mkdir -p "$out/timeline"
         tl_bench() { step "timeline_$1" env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 "${@:2}"; }
-        if [ "${TIMELINE_DECODE:-0}" != 1 ]; then
+        if [ "${TIMELINE_FP8_PREFILL:-0}" = 1 ]; then
             tl_bench prefill --preset flashmla-shapes --q fp8 --kv fp8
-            tl_bench decode --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --kv fp8
-            tl_bench bf16 --preset flashmla-shapes --q bf16 --kv bf16
-            tl_bench ds_prefill --preset v41-flash-tp1 --q fp8 --kv fp8_ds_mla
+        else
+            if [ "${TIMELINE_DECODE:-0}" != 1 ]; then
+                tl_bench prefill --preset flashmla-shapes --q fp8 --kv fp8
+                tl_bench decode --preset decode-v41-flash-tp1,decode-v4-pro-tp1 --kv fp8
+                tl_bench bf16 --preset flashmla-shapes --q bf16 --kv bf16
+                tl_bench ds_prefill --preset v41-flash-tp1 --q fp8 --kv fp8_ds_mla
+            fi
+            tl_bench ds_decode --preset decode-v41-flash-tp1 --kv fp8_ds_mla
+            tl_bench bf16_decode --preset decode-v41-flash-tp1 --kv bf16
+            step bench_widen "$tl/bench/bench_widen"
         fi
-        tl_bench ds_decode --preset decode-v41-flash-tp1 --kv fp8_ds_mla
-        tl_bench bf16_decode --preset decode-v41-flash-tp1 --kv bf16
-        step bench_widen "$tl/bench/bench_widen"
         step timeline_report python3 "$root/scripts/timeline.py" "$out/timeline"
     }
     ;;
