@@ -32,7 +32,8 @@
 #               direct fp8_ds_mla prefill, and bench_widen; scripts/timeline.py prints
 #               where a CTA's time goes (no smoke check: the kernels are main's).
 #               TIMELINE_DECODE=1: only bf16m's decode cases (fp8_ds_mla and bf16 rows)
-#               and bench_widen; TIMELINE_FP8_PREFILL=1: only fp8m's FP8 prefill case
+#               and bench_widen; TIMELINE_FP8_PREFILL=1: only fp8m's FP8 prefill case;
+#               TIMELINE_ARGS="BENCH ARGS": only `smla bench BENCH ARGS`
 #     ab DIR[,DIR...] ARGS...  A/B in one call: each DIR is another source tree (e.g.
 #               `git worktree add build-ab/b BRANCH`, carried to the GPU machine); all are
 #               built and must pass the small `smla check`, then `smla bench ARGS` runs
@@ -249,7 +250,10 @@ timeline)
         step build_timeline cmake --build "$tl" -j "$jobs" --target smla_cli bench_widen && {
         mkdir -p "$out/timeline"
         tl_bench() { step "timeline_$1" env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 "${@:2}"; }
-        if [ "${TIMELINE_FP8_PREFILL:-0}" = 1 ]; then
+        if [ -n "${TIMELINE_ARGS:-}" ]; then
+            read -ra tl_args <<<"$TIMELINE_ARGS"
+            tl_bench custom "${tl_args[@]}"
+        elif [ "${TIMELINE_FP8_PREFILL:-0}" = 1 ]; then
             tl_bench prefill --preset flashmla-shapes --q fp8 --kv fp8
         else
             if [ "${TIMELINE_DECODE:-0}" != 1 ]; then
