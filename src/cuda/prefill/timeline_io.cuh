@@ -56,9 +56,10 @@ void timeline_write(const AttentionParams &p, bool fp8_path, int64_t ctas, cudaS
     const auto capped = [](int64_t ctas) { return static_cast<size_t>(ctas < timeline::kCtas ? ctas : timeline::kCtas); };
     char path[4096];
     const bool ds = p.swa.format == SMLA_KV_FP8_DS_MLA || p.extra.format == SMLA_KV_FP8_DS_MLA;
-    snprintf(path, sizeof(path) - 16, "%s/%s_T%lld_H%d_W%d_S%d%s.bin", dir, fp8_path ? "fp8m" : "bf16m",
+    // R: the first pool's rows (a preset's cases differ only by it: flashmla-shapes).
+    snprintf(path, sizeof(path) - 16, "%s/%s_T%lld_H%d_W%d_S%d_R%lld%s.bin", dir, fp8_path ? "fp8m" : "bf16m",
              static_cast<long long>(p.num_tokens), p.num_heads, p.swa_idx.width + p.extra_idx.width, p.splits,
-             ds ? "_ds" : "");
+             static_cast<long long>(p.swa.rows), ds ? "_ds" : "");
     timeline_dump(timeline::g_marks, capped(ctas), sizeof(timeline::g_marks[0]), path);
     if (p.splits > 1) {
         strcat(path, ".combine");
