@@ -250,11 +250,11 @@ timeline)
         step build_timeline cmake --build "$tl" -j "$jobs" --target smla_cli bench_widen && {
         mkdir -p "$out/timeline"
         tl_bench() { step "timeline_$1" env SMLA_TIMELINE_DIR="$out/timeline" "$tl/smla" bench --iters 3 "${@:2}"; }
+        # TIMELINE_FP8_PREFILL=1 is TIMELINE_ARGS for fp8m's FP8 prefill case.
+        [ "${TIMELINE_FP8_PREFILL:-0}" = 1 ] && TIMELINE_ARGS=${TIMELINE_ARGS:-"--preset flashmla-shapes --q fp8 --kv fp8"}
         if [ -n "${TIMELINE_ARGS:-}" ]; then
             read -ra tl_args <<<"$TIMELINE_ARGS"
             tl_bench custom "${tl_args[@]}"
-        elif [ "${TIMELINE_FP8_PREFILL:-0}" = 1 ]; then
-            tl_bench prefill --preset flashmla-shapes --q fp8 --kv fp8
         else
             if [ "${TIMELINE_DECODE:-0}" != 1 ]; then
                 tl_bench prefill --preset flashmla-shapes --q fp8 --kv fp8
