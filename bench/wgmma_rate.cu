@@ -19,6 +19,11 @@
 // Session 18 adds fp8m's P . V turned around (PERF Next item 4): O^T = V^T . P^T with the
 // dims on M and V^T built in registers from V's rows by 4x4 byte transposes, so that no
 // warpgroup transposes V in shared memory.
+// Session 31 adds one WG's whole fp8m pair as a chain (PERF Next 3 after session 30): S over
+// its tile (32 half-steps m64n32k32 into fresh accumulators, two sets in flight, added in
+// FP32) and the pair's P . V (8 m64n256k32 SS: 2 tiles x 2 K steps x hi, lo planes),
+// either one after the other (fp8m today) or with the P . V wgmmas issued between S's
+// half-steps, to see whether the tensor core runs P . V under S's latency.
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
 #include <cstdio>
@@ -46,7 +51,7 @@ constexpr int kFlagOff = kScratchOff + kScratchBytes;
 constexpr int kSmemBytes = kFlagOff + 16 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st"};
 struct OpInfo {
@@ -55,6 +60,9 @@ struct OpInfo {
     double peak;   // dense FLOP per SM cycle of its type
     double bytes;  // shared memory read per group (A and B once per wgmma; raw rows: B and the loads)
 };
+// One WG's fp8m pair: S over its tile (K = 512) and P . V over two tiles, two P planes.
+constexpr double kPairFlops = 2.0 * 64 * 64 * 512 + 2.0 * 2 * 64 * 256 * 128;
+constexpr double kPairBytes = 32 * (2048 + 1024) + 8 * (2048 + 8192);
 // Per group: S over K = 512 (one WG's tile), P . V over two 64-row tiles (one WG's 256 dims).
 const OpInfo kInfo[kOps] = {
     {"bf16 m64n64k16 SS x32", "bf16m's S (64-row tile)", 2.0 * 64 * 64 * 512, 4096, 32 * (2048 + 2048)},
@@ -67,6 +75,9 @@ const OpInfo kInfo[kOps] = {
     {"e4m3 m64n256k32 SS x4", "fp8m's P . V (one plane)", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
     {"e4m3 m64n64k32 RS x16", "O^T += V^T . P^T, V^T by byte perms", 2.0 * 64 * 256 * 128, 8192, 16 * (2048 + 2048)},
     {"e4m3 m64n64k32 RS x32", "the same, two P planes (A reused)", 2.0 * 2 * 64 * 256 * 128, 8192, 16 * (2048 + 2 * 2048)},
+    {"e4m3 S n32 x32 + PV n256 x8", "fp8m's pair: S, then P . V", kPairFlops, 8192, kPairBytes},
+    {"e4m3 S n32 x32 + PV n256 x8", "P . V every 4th S half-step", kPairFlops, 8192, kPairBytes},
+    {"e4m3 S n32 x32 + PV n256 x8", "P . V every 2nd, first 16", kPairFlops, 8192, kPairBytes},
 };
 
 // Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
@@ -227,6 +238,76 @@ template <int kPlanes> __device__ __forceinline__ void pv_transposed_group(const
     fence_regs(d);
 }
 
+// Whether the kMix form issues one P . V wgmma after S's half-step n (8 in all).
+template <int kMix> __device__ constexpr bool pv_after(int n)
+{
+    return kMix == 1 ? n % 4 == 1 : kMix == 2 ? n % 2 == 1 && n < 16 : false;
+}
+
+// How many P . V wgmmas the kMix form issues before S's half-step n (n = 33: in all).
+template <int kMix> __device__ constexpr int pv_issued(int n = 33)
+{
+    int c = 0;
+    for (int i = 0; i < n && i < 32; i++)
+        c += pv_after<kMix>(i);
+    return c;
+}
+
+// P . V wgmma i (0..7 = plane x 4 + K step) of fp8_pair_group.
+__device__ __forceinline__ void issue_pv(float (&d)[128], SmemDesc dp, SmemDesc dv, int i)
+{
+    wgmma_fence();
+    WgmmaFp8SS<256>::run(d, dp + ((i / 4) * 8192 + (i % 4) * 32) / 16, dv + ((i % 4) * 32) / 16, 1);
+    wgmma_commit();
+}
+
+// One WG's fp8m pair as a chain (see the header): Q and P's planes in A (Q at 0, hi at
+// 32 KB, lo at 40 KB: [64 rows][128 B] each), K and V^T in B (K at 0, V^T [256 dims][128 B]
+// at 32 KB). kMix 0: P . V after S; 1, 2: interleaved (pv_after). A wait for S's
+// half-step `done` lets the groups committed after it run on.
+template <int kMix> __device__ __forceinline__ void fp8_pair_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
+{
+    const SmemDesc dq = desc_sw128(a, 0), dk = desc_sw128(b, 0);
+    const SmemDesc dp = desc_sw128(a + 32 * 1024, 0), dv = desc_sw128(b + 32 * 1024, 0);
+    float s[32], part[2][16];
+#pragma unroll
+    for (int n = 0; n <= 32; n++) {
+        if (n < 32) {
+            const uint32_t off = k_step_units(n / 2, 64);
+            wgmma_fence();
+            WgmmaFp8SS<32>::run(part[n % 2], dq + off, dk + off + ((n % 2) * 32 * 128) / 16, 0);
+            wgmma_commit();
+            if (pv_after<kMix>(n))
+                issue_pv(d, dp, dv, pv_issued<kMix>(n));
+        }
+        const int done = n - 1;
+        if (done >= 0) {
+            const int later = (n < 32 ? 1 + pv_after<kMix>(n) : 0) + pv_after<kMix>(done);
+            if (later == 0)
+                wgmma_wait<0>();
+            else if (later == 1)
+                wgmma_wait<1>();
+            else if (later == 2)
+                wgmma_wait<2>();
+            else
+                wgmma_wait<3>();
+            float(&pt)[16] = part[done % 2];
+            fence_regs(pt);
+#pragma unroll
+            for (int i = 0; i < 16; i++)
+                s[16 * (done % 2) + i] = done < 2 ? pt[i] : s[16 * (done % 2) + i] + pt[i];
+        }
+    }
+#pragma unroll
+    for (int i = pv_issued<kMix>(); i < 8; i++) // kMix 0: all of P . V, after S
+        issue_pv(d, dp, dv, i);
+    wgmma_wait<0>();
+    fence_regs(d);
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        d[i] += s[i] * 1e-9f;
+}
+
 // One group of kOp on A at `a` and B at `b` (a compile-time shape: ptxas serialises
 // wgmmas whose accumulators a runtime switch might define elsewhere).
 template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
@@ -238,6 +319,8 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         return raw_score_group_f16(a, b, d);
     if (op == kFp8PVT || op == kFp8PVT2)
         return pv_transposed_group<op == kFp8PVT ? 1 : 2>(a, b, d);
+    if (op == kFp8PairSeq || op == kFp8PairMix || op == kFp8PairFront)
+        return fp8_pair_group<op - kFp8PairSeq>(a, b, d);
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
     if (op == kS64 || op == kS32) {
@@ -350,7 +433,7 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
     if (wg < wgs) {
         // A warm-up group, except for the turned-around P . V: over accumulators known to be
         // zero ptxas serialises its four tiles' wgmmas (C7520); one group in 256 is noise.
-        if (kOp != kFp8PVT && kOp != kFp8PVT2)
+        if (kOp != kFp8PVT && kOp != kFp8PVT2 && kOp < kFp8PairSeq)
             run_group<kOp>(smem + kAOff, smem + kBOff + wg * kBBytes, d);
         named_barrier(1, wgs * 128);
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
@@ -380,7 +463,8 @@ using Kernel = void (*)(int, int, int, const uint8_t *, int, unsigned long long 
 const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,      rate_kernel<kS64Raw>,
                                rate_kernel<kS64RawF16>, rate_kernel<kPV256>,   rate_kernel<kPV256R>,
                                rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>, rate_kernel<kFp8PVT>,
-                               rate_kernel<kFp8PVT2>};
+                               rate_kernel<kFp8PVT2>, rate_kernel<kFp8PairSeq>, rate_kernel<kFp8PairMix>,
+                               rate_kernel<kFp8PairFront>};
 
 } // namespace
 
