@@ -14,8 +14,10 @@
 // groups of one shape back to back (one commit and one wait per group, as S and P . V
 // are issued), on their own operands; WG 2 meanwhile either idles, or streams 16-byte
 // cp.async copies of random 1 KB rows of an L2-resident pool into a scratch area (the
-// producer's landing copies), or loads and stores 16-byte chunks of that area as fast as
-// it can (the consumers' widening of raw rows), until they finish.
+// producer's landing copies), or copies whole random 512-byte rows there with
+// cp.async.bulk (the copy engine: one instruction a row, no 16-byte pieces), or loads and
+// stores 16-byte chunks of that area as fast as it can (the consumers' widening of raw
+// rows), until they finish.
 // Session 18 adds fp8m's P . V turned around (PERF Next item 4): O^T = V^T . P^T with the
 // dims on M and V^T built in registers from V's rows by 4x4 byte transposes, so that no
 // warpgroup transposes V in shared memory.
@@ -47,13 +49,13 @@ constexpr int kThreads = 384;
 // copies' scratch, the done flag.
 constexpr int kAOff = 0, kBOff = 64 * 1024, kBBytes = 64 * 1024;
 constexpr int kScratchOff = kBOff + 2 * kBBytes, kScratchBytes = 16 * 1024;
-constexpr int kFlagOff = kScratchOff + kScratchBytes;
-constexpr int kSmemBytes = kFlagOff + 16 + 1024;
+constexpr int kFlagOff = kScratchOff + kScratchBytes; // the done flag, then kBulk's two mbarriers
+constexpr int kSmemBytes = kFlagOff + 32 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
 enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kOps };
-enum Traffic { kIdle, kGather, kLoadStore, kTraffics }; // WG 2's
-const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st"};
+enum Traffic { kIdle, kGather, kLoadStore, kBulk, kTraffics }; // WG 2's
+const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st", "bulk"};
 struct OpInfo {
     const char *name, *what;
     double flops;  // per group
@@ -381,8 +383,13 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
     // over the repetitions), so the tensor core does real work at a realistic power.
     for (int i = tid; i < kScratchOff / 4; i += kThreads)
         reinterpret_cast<uint32_t *>(smem)[i] = 0x3c003800u ^ ((i * 2654435761u) & 0x003f003fu);
-    if (tid == 0)
+    uint64_t *bulk_bars = reinterpret_cast<uint64_t *>(smem + kFlagOff + 16);
+    if (tid == 0) {
         *done = 0;
+        mbar_init(&bulk_bars[0], 32);
+        mbar_init(&bulk_bars[1], 32);
+        mbar_init_fence();
+    }
     fence_proxy_async();
     __syncthreads();
     if (wg == 2) {
@@ -393,8 +400,25 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
         unsigned long long rounds = 0;
         uint32_t x = blockIdx.x * 7919u + t;
         volatile uint4 *area = reinterpret_cast<volatile uint4 *>(smem + kScratchOff);
-        while (traffic != kIdle && !*done) {
-            if (traffic == kGather) {
+        // kBulk: warp 0 alone, which decides as one whether to go on (lane 0 reads the flag),
+        // so that every round gets all 32 arrivals.
+        const auto go_on = [&] {
+            if (traffic == kBulk)
+                return t < 32 && !__shfl_sync(0xffffffffu, *done, 0);
+            return traffic != kIdle && !*done;
+        };
+        while (go_on()) {
+            if (traffic == kBulk) {
+                // A round: 32 random 512-byte rows (16 KB), one bulk copy by each of warp
+                // 0's lanes; two rounds in flight on two mbarriers.
+                const int bar = rounds % 2;
+                if (rounds >= 2)
+                    mbar_wait(&bulk_bars[bar], ((rounds / 2) - 1) & 1);
+                x = x * 1664525u + 1013904223u;
+                mbar_arrive_expect_tx(&bulk_bars[bar], 512);
+                bulk_copy_g2s(smem + kScratchOff + t * 512, pool + static_cast<size_t>(x % (2 * pool_rows)) * 512, 512,
+                              &bulk_bars[bar]);
+            } else if (traffic == kGather) {
 #pragma unroll
                 for (int i = 0; i < 8; i++) {
                     x = x * 1664525u + 1013904223u;
@@ -419,6 +443,9 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
             rounds++;
         }
         cp_async_wait<0>();
+        if (traffic == kBulk && t < 32) // every round landed before the CTA ends
+            for (unsigned long long r = rounds > 2 ? rounds - 2 : 0; r < rounds; r++)
+                mbar_wait(&bulk_bars[r % 2], (r / 2) & 1);
         if (t == 0) // landed, or loaded and stored
             out[blockIdx.x * 3 + 1] = rounds * kScratchBytes * (traffic == kLoadStore ? 2 : 1);
         return;
@@ -433,7 +460,7 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
     if (wg < wgs) {
         // A warm-up group, except for the turned-around P . V: over accumulators known to be
         // zero ptxas serialises its four tiles' wgmmas (C7520); one group in 256 is noise.
-        if (kOp != kFp8PVT && kOp != kFp8PVT2 && kOp < kFp8PairSeq)
+        if (kOp != kFp8PVT && kOp != kFp8PVT2 && kOp < kFp8PairSeq) // (the pairs: ptxas spills)
             run_group<kOp>(smem + kAOff, smem + kBOff + wg * kBBytes, d);
         named_barrier(1, wgs * 128);
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
