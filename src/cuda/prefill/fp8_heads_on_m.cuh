@@ -54,8 +54,12 @@ static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
 // thread waiting for its K copies to land, for a free V^T half, transposing (fence and
 // arrival included), waiting for a free K buffer and refilling one (rows, barrier,
 // copies); WG 0 waiting for K halves in S, in S as a whole (waits included) and waiting
-// for V^T halves.
-enum Sum { kSumKLanded, kSumVFree, kSumTranspose, kSumKFree, kSumRefill, kSumKReady, kSumScore, kSumVReady };
+// for V^T halves; from S to its P stored (mask, max exchange, softmax, O's rescale); from
+// there to the pair's end (P . V: waits for V^T and the other WG's P included).
+enum Sum {
+    kSumKLanded, kSumVFree, kSumTranspose, kSumKFree, kSumRefill, kSumKReady, kSumScore, kSumVReady,
+    kSumSoftmax, kSumPv
+};
 constexpr float kPScale = 256.0f; // keeps p >= 2^-14 out of E4M3's subnormals
 // How far a pair's tiles may pass the running max before it moves (exchange_max):
 // 2^0.8 x kPScale = 445.7 <= 448, E4M3's largest value.
@@ -406,7 +410,7 @@ struct Consumer {
 
     // One item; k0: the pairs of the CTA's items before it (the barrier phases and max
     // hand-offs run on across items).
-    // sums (timeline builds): + kSumKReady, kSumScore, kSumVReady.
+    // sums (timeline builds): + kSumKReady, kSumScore, kSumVReady, kSumSoftmax, kSumPv.
     template <bool kWalk>
     __device__ void run_item(const ItemInfo &it, int k0, uint64_t (&sums)[timeline::kSums]) const
     {
@@ -425,7 +429,8 @@ struct Consumer {
                 timeline::mark(timeline::kLastPairStart);
             const uint64_t t0 = timeline::now();
             score(s, own, k, sums[kSumKReady]);
-            sums[kSumScore] += timeline::now() - t0;
+            const uint64_t t_scored = timeline::now();
+            sums[kSumScore] += t_scored - t0;
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstScored);
             mask_and_max(s, sh.valid_rows(own), lane, p.scale_log2, mx);
@@ -441,6 +446,7 @@ struct Consumer {
             store_p(hi, lo, own);
             named_arrive(kP0Ready + wg, 256);
             const uint64_t t1 = timeline::now();
+            sums[kSumSoftmax] += t1 - t_scored;
             mbar_wait(&sh.v_ready[own * 2 + wg], k & 1);
             sums[kSumVReady] += timeline::now() - t1;
             accumulate_own(o, hi, lo, own);
@@ -457,6 +463,7 @@ struct Consumer {
             wgmma_wait<0>();
             fence_regs(o);
             mbar_arrive(&sh.v_free[other * 2 + wg]);
+            sums[kSumPv] += timeline::now() - t1;
             if (tid == 0 && k == 0)
                 timeline::mark(timeline::kFirstPairDone);
         }
@@ -470,7 +477,7 @@ struct Consumer {
     template <bool kWalk> __device__ void run(const ItemInfo &single) const
     {
         int k0 = 0;
-        uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKReady .. kSumVReady
+        uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKReady .. kSumPv
         if constexpr (!kWalk) {
             run_item<false>(single, 0, sums);
             k0 = (single.w.ntiles + 1) / 2;
@@ -491,7 +498,7 @@ struct Consumer {
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, k0);
-            for (int i = kSumKReady; i <= kSumVReady; i++)
+            for (int i = kSumKReady; i <= kSumPv; i++)
                 timeline::set_sum(i, sums[i]);
             timeline::end();
         }
