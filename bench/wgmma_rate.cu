@@ -25,7 +25,10 @@
 // its tile (32 half-steps m64n32k32 into fresh accumulators, two sets in flight, added in
 // FP32) and the pair's P . V (8 m64n256k32 SS: 2 tiles x 2 K steps x hi, lo planes),
 // either one after the other (fp8m today) or with the P . V wgmmas issued between S's
-// half-steps, to see whether the tensor core runs P . V under S's latency.
+// half-steps, to see whether the tensor core runs P . V under S's latency. And whether a
+// WG's register work (a softmax-like chain of exponentials and FMAs) runs while its own
+// P . V wgmmas are in flight: alone, after the four wgmmas' issue, or with one wgmma
+// issued before each quarter of it.
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
 #include <cstdio>
@@ -50,10 +53,11 @@ constexpr int kThreads = 384;
 constexpr int kAOff = 0, kBOff = 64 * 1024, kBBytes = 64 * 1024;
 constexpr int kScratchOff = kBOff + 2 * kBBytes, kScratchBytes = 16 * 1024;
 constexpr int kFlagOff = kScratchOff + kScratchBytes; // the done flag, then kBulk's two mbarriers
-constexpr int kSmemBytes = kFlagOff + 32 + 1024;
+constexpr int kPinOff = kFlagOff + 32;                  // [256] words: pv_alu_group's
+constexpr int kSmemBytes = kPinOff + 1024 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kPvSpreadAlu, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kBulk, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st", "bulk"};
 struct OpInfo {
@@ -80,6 +84,10 @@ const OpInfo kInfo[kOps] = {
     {"e4m3 S n32 x32 + PV n256 x8", "fp8m's pair: S, then P . V", kPairFlops, 8192, kPairBytes},
     {"e4m3 S n32 x32 + PV n256 x8", "P . V every 4th S half-step", kPairFlops, 8192, kPairBytes},
     {"e4m3 S n32 x32 + PV n256 x8", "P . V every 2nd, first 16", kPairFlops, 8192, kPairBytes},
+    {"ALU: 8 x 32 ex2 + 64 FMA", "a softmax-like chain alone", 0, 8192, 0},
+    {"e4m3 m64n256k32 SS x4 + ALU", "P . V issued, then the chain", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
+    {"e4m3 m64n256k32 SS x4 + ALU", "one P . V wgmma per chain quarter", 2.0 * 64 * 256 * 128, 8192,
+     4 * (2048 + 8192)},
 };
 
 // Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
@@ -310,6 +318,56 @@ template <int kMix> __device__ __forceinline__ void fp8_pair_group(const uint8_t
         d[i] += s[i] * 1e-9f;
 }
 
+// kAlu's register work, quarter q of 8 rounds over 32 values: exponentials and FMAs, each
+// value mixing in its neighbour (a softmax's mix of MUFU and FMA, ~1 us alone).
+__device__ __forceinline__ void alu_quarter(float (&x)[32])
+{
+#pragma unroll
+    for (int round = 0; round < 2; round++)
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+            x[i] = fast_exp2(x[i] * 0.5f - 1.0f) + x[(i + 1) % 32] * 0.25f;
+}
+
+// The register work alone (kFlops 0), or beside fp8m's four P . V wgmmas of one plane:
+// all issued before it, or one before each quarter (kOp). ptxas moves register work
+// freely across wgmma issues and waits, so the work's input is loaded from shared memory
+// after the first issue (behind its commit's memory clobber) and one word of its result
+// stored before the wait (ptxas keeps a wait after the memory operations before it).
+template <int kOp> __device__ __forceinline__ void pv_alu_group(uint8_t *a, const uint8_t *b, float (&d)[128])
+{
+    const SmemDesc da = desc_sw128(a, 0), db = desc_sw128(b, 0);
+    uint32_t *pin = reinterpret_cast<uint32_t *>(a - kAOff + kPinOff) + threadIdx.x % 256;
+    float x[32];
+    wgmma_fence();
+#pragma unroll
+    for (int q = 0; q < 4; q++) {
+        if (kOp == kPvAlu && q == 0) {
+#pragma unroll
+            for (int step = 0; step < 4; step++)
+                WgmmaFp8SS<256>::run(d, da + (step * 32) / 16, db + (step * 32) / 16, 1);
+            wgmma_commit();
+        }
+        if (kOp == kPvSpreadAlu) {
+            WgmmaFp8SS<256>::run(d, da + (q * 32) / 16, db + (q * 32) / 16, 1);
+            wgmma_commit();
+        }
+        if (q == 0) {
+            const float x0 = __uint_as_float(*pin) * 1e-30f; // 0 in effect: a load after the issue
+#pragma unroll
+            for (int i = 0; i < 32; i++)
+                x[i] = x0 + 0.01f * static_cast<float>((threadIdx.x + i) % 7);
+        }
+        alu_quarter(x);
+    }
+    *pin = __float_as_uint(x[0] + x[31]);
+    wgmma_wait<0>();
+    fence_regs(d);
+#pragma unroll
+    for (int i = 0; i < 32; i++)
+        d[i] += x[i];
+}
+
 // One group of kOp on A at `a` and B at `b` (a compile-time shape: ptxas serialises
 // wgmmas whose accumulators a runtime switch might define elsewhere).
 template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, const uint8_t *b, float (&d)[128])
@@ -323,6 +381,8 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         return pv_transposed_group<op == kFp8PVT ? 1 : 2>(a, b, d);
     if (op == kFp8PairSeq || op == kFp8PairMix || op == kFp8PairFront)
         return fp8_pair_group<op - kFp8PairSeq>(a, b, d);
+    if (op == kAlu || op == kPvAlu || op == kPvSpreadAlu)
+        return pv_alu_group<op>(const_cast<uint8_t *>(a), b, d);
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
     if (op == kS64 || op == kS32) {
@@ -384,6 +444,8 @@ __global__ void __launch_bounds__(kThreads, 1) rate_kernel(int wgs, int traffic,
     for (int i = tid; i < kScratchOff / 4; i += kThreads)
         reinterpret_cast<uint32_t *>(smem)[i] = 0x3c003800u ^ ((i * 2654435761u) & 0x003f003fu);
     uint64_t *bulk_bars = reinterpret_cast<uint64_t *>(smem + kFlagOff + 16);
+    if (tid < 256)
+        reinterpret_cast<uint32_t *>(smem + kPinOff)[tid] = 0;
     if (tid == 0) {
         *done = 0;
         mbar_init(&bulk_bars[0], 32);
@@ -491,7 +553,8 @@ const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,      ra
                                rate_kernel<kS64RawF16>, rate_kernel<kPV256>,   rate_kernel<kPV256R>,
                                rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>, rate_kernel<kFp8PVT>,
                                rate_kernel<kFp8PVT2>, rate_kernel<kFp8PairSeq>, rate_kernel<kFp8PairMix>,
-                               rate_kernel<kFp8PairFront>};
+                               rate_kernel<kFp8PairFront>, rate_kernel<kAlu>, rate_kernel<kPvAlu>,
+                               rate_kernel<kPvSpreadAlu>};
 
 } // namespace
 
