@@ -27,8 +27,8 @@
 // either one after the other (fp8m today) or with the P . V wgmmas issued between S's
 // half-steps, to see whether the tensor core runs P . V under S's latency. And whether a
 // WG's register work (a softmax-like chain of exponentials and FMAs) runs while its own
-// P . V wgmmas are in flight: alone, after the four wgmmas' issue, or with one wgmma
-// issued before each quarter of it.
+// P . V wgmmas are in flight: alone, or after the four wgmmas' issue (ptxas spreads
+// them through the chain whichever way they are written).
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
 #include <cstdio>
@@ -57,7 +57,7 @@ constexpr int kPinOff = kFlagOff + 32;                  // [256] words: pv_alu_g
 constexpr int kSmemBytes = kPinOff + 1024 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kPvSpreadAlu, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kBulk, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st", "bulk"};
 struct OpInfo {
@@ -86,8 +86,6 @@ const OpInfo kInfo[kOps] = {
     {"e4m3 S n32 x32 + PV n256 x8", "P . V every 2nd, first 16", kPairFlops, 8192, kPairBytes},
     {"ALU: 8 x 32 ex2 + 64 FMA", "a softmax-like chain alone", 0, 8192, 0},
     {"e4m3 m64n256k32 SS x4 + ALU", "P . V issued, then the chain", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
-    {"e4m3 m64n256k32 SS x4 + ALU", "one P . V wgmma per chain quarter", 2.0 * 64 * 256 * 128, 8192,
-     4 * (2048 + 8192)},
 };
 
 // Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
@@ -329,8 +327,8 @@ __device__ __forceinline__ void alu_quarter(float (&x)[32])
             x[i] = fast_exp2(x[i] * 0.5f - 1.0f) + x[(i + 1) % 32] * 0.25f;
 }
 
-// The register work alone (kFlops 0), or beside fp8m's four P . V wgmmas of one plane:
-// all issued before it, or one before each quarter (kOp). ptxas moves register work
+// The register work alone (kAlu), or beside fp8m's four P . V wgmmas of one plane issued
+// before it (kPvAlu). ptxas moves register work
 // freely across wgmma issues and waits, so the work's input is loaded from shared memory
 // after the first issue (behind its commit's memory clobber) and one word of its result
 // stored before the wait (ptxas keeps a wait after the memory operations before it).
@@ -346,10 +344,6 @@ template <int kOp> __device__ __forceinline__ void pv_alu_group(uint8_t *a, cons
 #pragma unroll
             for (int step = 0; step < 4; step++)
                 WgmmaFp8SS<256>::run(d, da + (step * 32) / 16, db + (step * 32) / 16, 1);
-            wgmma_commit();
-        }
-        if (kOp == kPvSpreadAlu) {
-            WgmmaFp8SS<256>::run(d, da + (q * 32) / 16, db + (q * 32) / 16, 1);
             wgmma_commit();
         }
         if (q == 0) {
@@ -381,7 +375,7 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         return pv_transposed_group<op == kFp8PVT ? 1 : 2>(a, b, d);
     if (op == kFp8PairSeq || op == kFp8PairMix || op == kFp8PairFront)
         return fp8_pair_group<op - kFp8PairSeq>(a, b, d);
-    if (op == kAlu || op == kPvAlu || op == kPvSpreadAlu)
+    if (op == kAlu || op == kPvAlu)
         return pv_alu_group<op>(const_cast<uint8_t *>(a), b, d);
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
@@ -553,8 +547,7 @@ const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,      ra
                                rate_kernel<kS64RawF16>, rate_kernel<kPV256>,   rate_kernel<kPV256R>,
                                rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>, rate_kernel<kFp8PVT>,
                                rate_kernel<kFp8PVT2>, rate_kernel<kFp8PairSeq>, rate_kernel<kFp8PairMix>,
-                               rate_kernel<kFp8PairFront>, rate_kernel<kAlu>, rate_kernel<kPvAlu>,
-                               rate_kernel<kPvSpreadAlu>};
+                               rate_kernel<kFp8PairFront>, rate_kernel<kAlu>, rate_kernel<kPvAlu>};
 
 } // namespace
 

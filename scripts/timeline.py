@@ -28,7 +28,7 @@ SUMS = {
     "fp8m": ["producer waits for K to land", "producer waits for a free V^T half", "producer transposes",
              "producer waits for a free K buffer", "producer refills K", "WG 0 waits for K in S",
              "WG 0 in S (waits included)", "WG 0 waits for V^T", "WG 0 from S to its P stored",
-             "WG 0 from P stored to the pair's end", "WG 0 waits for P . V under the softmax"],
+             "WG 0 from P stored to the pair's end"],
 }
 # (label, from mark, to mark): phases in the order a CTA meets them
 PHASES = [("grid wait (PDL)", "entry", "grid_waited"),
