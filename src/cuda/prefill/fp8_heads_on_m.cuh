@@ -321,50 +321,45 @@ struct Consumer {
     const Shared &sh;
     int wg, tid, lane, r0; // r0: this thread's first accumulator row (head); r0 + 8 the other
 
-    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims, in chains of kChain K
-    // steps accumulated in the tensor core. Each chain covers one m64n32 half of the tile
-    // (entries 0-31 or 32-63) into fresh accumulators, added in FP32 while the next chains
-    // run, kSets chains in flight (registers: O, S and kSets x 16).
-    static constexpr int kChain = 4, kSets = 2, kChains = 2 * 16 / kChain;
+    // S = Q . K^T over buffer `buf` (this WG's tile), all 512 dims, in m64n64 chains of
+    // kChain K steps accumulated in the tensor core: the first into S itself, each later
+    // one into fresh accumulators added in FP32 once it is done (registers: O, S and one
+    // set of 32; the other WG's chains fill the tensor core meanwhile).
+    static constexpr int kChain = 4, kChains = 16 / kChain;
     // kwait (timeline builds): + the time waiting for the K halves.
     __device__ void score(float (&s)[32], int buf, int k, uint64_t &kwait) const
     {
         const SmemDesc desc_q = desc_sw128(sh.q, 0), desc_k = desc_sw128(sh.k(buf), 0);
-        float part[kSets][16];
+        float part[32];
 #pragma unroll
-        for (int n = 0; n < kChains + kSets - 1; n++) {
-            if (n < kChains) { // chain n: K steps kChain (n / 2) .., entries 32 (n % 2) ..
-                const int h = n % 2;
-                wgmma_fence();
+        for (int c = 0; c < kChains; c++) {
+            float(&dst)[32] = c == 0 ? s : part;
+            wgmma_fence();
 #pragma unroll
-                for (int j = 0; j < kChain; j++) {
-                    const int ks = kChain * (n / 2) + j;
-                    if (h == 0 && ks % 8 == 0) { // each half of K (8 steps) as it lands
-                        const uint64_t t0 = timeline::now();
-                        mbar_wait(&sh.k_ready[buf * 2 + ks / 8], k & 1);
-                        kwait += timeline::now() - t0;
-                        fence_proxy_async();
-                    }
-                    const uint32_t off = k_step_units(ks, kRows); // Q, K: 64 rows each
-                    WgmmaFp8SS<32>::run(part[n % kSets], desc_q + off, desc_k + off + (h * 32 * 128) / 16, j > 0);
+            for (int j = 0; j < kChain; j++) {
+                const int ks = kChain * c + j;
+                if (ks % 8 == 0) { // each half of K (8 steps) as it lands
+                    const uint64_t t0 = timeline::now();
+                    mbar_wait(&sh.k_ready[buf * 2 + ks / 8], k & 1);
+                    kwait += timeline::now() - t0;
+                    fence_proxy_async();
                 }
-                wgmma_commit();
+                const uint32_t off = k_step_units(ks, kRows); // Q, K: 64 rows each
+                WgmmaFp8SS<64>::run(dst, desc_q + off, desc_k + off, j > 0);
             }
-            const int done = n - (kSets - 1); // the chain to add now
-            if (done >= 0) {
-                if (n < kChains)
-                    wgmma_wait<kSets - 1>();
-                else if (n == kChains)
-                    wgmma_wait<kSets - 2>();
-                else
-                    wgmma_wait<0>();
-                float(&pt)[16] = part[done % kSets];
-                fence_regs(pt);
-                const int h = done % 2;
+            wgmma_commit();
+            if (c > 0) {
+                wgmma_wait<0>();
+                fence_regs(s);
+                fence_regs(part);
 #pragma unroll
-                for (int i = 0; i < 16; i++)
-                    s[16 * h + i] = done < 2 ? pt[i] : s[16 * h + i] + pt[i];
+                for (int i = 0; i < 32; i++)
+                    s[i] += part[i];
             }
+        }
+        if (kChains == 1) {
+            wgmma_wait<0>();
+            fence_regs(s);
         }
     }
 
