@@ -27,9 +27,10 @@ static int chance(smla_tool_rng *rng, double probability)
 }
 
 /* A pool of random rows in format, with a random block size and sometimes a padded
- * block stride. */
+ * block stride; with `unquantised`, also those rows as a bf16 pool of the same blocks
+ * (a bf16 pool is its own). */
 static smla_status make_pool(smla_check_problem *p, smla_tool_rng *rng, smla_kv_format format,
-                             smla_kv_pool *pool)
+                             smla_kv_pool *pool, smla_kv_pool *unquantised)
 {
     static const int32_t block_sizes[] = {1, 16, 64, 256};
     const int32_t block_size = block_sizes[smla_tool_rng_range(rng, 0, 3)];
@@ -47,7 +48,15 @@ static smla_status make_pool(smla_check_problem *p, smla_tool_rng *rng, smla_kv_
     }
     for (int64_t i = 0; i < rows * SMLA_HEAD_DIM; i++)
         values[i] = (float)smla_tool_rng_normal(rng);
-    const smla_status st = smla_kv_pack(pool, values);
+    smla_status st = smla_kv_pack(pool, values);
+    if (st == SMLA_OK && unquantised) {
+        *unquantised = *pool;
+        if (format != SMLA_KV_BF16) {
+            *unquantised = smla_kv_pool_make(NULL, SMLA_KV_BF16, num_blocks, block_size, SMLA_MEMORY_HOST);
+            unquantised->data = own(p, (size_t)(num_blocks * unquantised->block_stride));
+            st = unquantised->data ? smla_kv_pack(unquantised, values) : SMLA_ERR_OUT_OF_MEMORY;
+        }
+    }
     free(values);
     return st;
 }
@@ -183,36 +192,45 @@ static smla_status make_indices(smla_check_problem *p, smla_tool_rng *rng, int64
     return SMLA_OK;
 }
 
+/* q, out, lse and sinks; for FP8 queries, also unquantised's q, out and lse. */
 static smla_status make_query_and_outputs(smla_check_problem *p, smla_tool_rng *rng,
                                           const smla_check_config *c, int64_t tokens)
 {
-    smla_attention_args *a = &p->args;
-    const int64_t h = c->num_heads;
-    const size_t elem = smla_dtype_size(c->q_dtype);
-    uint8_t *q = own(p, (size_t)(tokens * h * SMLA_HEAD_DIM) * elem);
-    if (!q)
+    smla_attention_args *a = &p->args, *unq = &p->unquantised;
+    const int fp8 = c->q_dtype == SMLA_DTYPE_FP8_E4M3;
+    const int64_t h = c->num_heads, q_elements = tokens * h * SMLA_HEAD_DIM;
+    uint8_t *q = own(p, (size_t)q_elements * smla_dtype_size(c->q_dtype));
+    uint16_t *q_unquantised = fp8 ? own(p, (size_t)q_elements * 2) : NULL;
+    if (!q || (fp8 && !q_unquantised))
         return SMLA_ERR_OUT_OF_MEMORY;
-    for (int64_t i = 0; i < tokens * h * SMLA_HEAD_DIM; i++) {
+    for (int64_t i = 0; i < q_elements; i++) {
         const float v = (float)smla_tool_rng_normal(rng);
-        if (c->q_dtype == SMLA_DTYPE_FP8_E4M3)
+        if (fp8) {
             q[i] = smla_float_to_e4m3(v);
-        else
+            q_unquantised[i] = smla_float_to_bf16(v);
+        } else {
             ((uint16_t *)q)[i] = smla_float_to_bf16(v);
+        }
     }
     a->q = smla_tensor_3d(q, c->q_dtype, tokens, h, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
+    if (fp8)
+        unq->q = smla_tensor_3d(q_unquantised, SMLA_DTYPE_BF16, tokens, h, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
 
     const int64_t out_stride = h * SMLA_HEAD_DIM + (chance(rng, 0.5) ? 8 * smla_tool_rng_range(rng, 1, 4) : 0);
     p->out_elements = tokens * out_stride;
     void *out = own(p, (size_t)p->out_elements * 2);
-    if (!out)
+    unq->out.data = fp8 ? own(p, (size_t)p->out_elements * 2) : NULL;
+    if (!out || (fp8 && !unq->out.data))
         return SMLA_ERR_OUT_OF_MEMORY;
     a->out = smla_tensor_3d(out, SMLA_DTYPE_BF16, tokens, h, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
     a->out.stride[0] = out_stride;
     /* The out buffer is exactly tokens * out_stride: the last row's padding is real. */
     if (chance(rng, 0.8)) {
         const int64_t lse_stride = h + (chance(rng, 0.3) ? smla_tool_rng_range(rng, 1, 4) : 0);
-        float *lse = own(p, (size_t)(tokens * lse_stride) * sizeof(float));
-        if (!lse)
+        const size_t lse_bytes = (size_t)(tokens * lse_stride) * sizeof(float);
+        float *lse = own(p, lse_bytes);
+        unq->lse.data = fp8 ? own(p, lse_bytes) : NULL;
+        if (!lse || (fp8 && !unq->lse.data))
             return SMLA_ERR_OUT_OF_MEMORY;
         a->lse = smla_tensor_2d(lse, SMLA_DTYPE_F32, tokens, h, SMLA_MEMORY_HOST);
         a->lse.stride[0] = lse_stride;
@@ -228,6 +246,19 @@ static smla_status make_query_and_outputs(smla_check_problem *p, smla_tool_rng *
         a->sinks = smla_tensor_1d(sinks, SMLA_DTYPE_F32, h, SMLA_MEMORY_HOST);
     }
     return SMLA_OK;
+}
+
+/* unquantised (q, pools, out and lse buffers made beside args'): args with those. */
+static void complete_unquantised(smla_check_problem *p)
+{
+    smla_attention_args u = p->args;
+    u.q = p->unquantised.q;
+    u.swa = p->unquantised.swa;
+    if (p->args.extra.data)
+        u.extra = p->unquantised.extra;
+    u.out.data = p->unquantised.out.data;
+    u.lse.data = p->unquantised.lse.data;
+    p->unquantised = u;
 }
 
 static const char *split_name(smla_split_mode split)
@@ -247,14 +278,21 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
     const int32_t wext = has_extra ? (int32_t)smla_tool_rng_range(rng, 0, 700) : 0;
     static const int32_t windows[] = {128, 128, 1, 5, 64, 200};
     a->window = windows[smla_tool_rng_range(rng, 0, 5)];
-    a->bmm1_scale = (float)(0.03 + 0.09 * smla_tool_rng_uniform(rng));
+    p->logits = c->logits;
+    if (p->logits == SMLA_CHECK_LOGITS_ANY)
+        p->logits = chance(rng, 0.5) ? SMLA_CHECK_LOGITS_FLAT : SMLA_CHECK_LOGITS_PEAKED;
+    const double u = smla_tool_rng_uniform(rng);
+    const double std = p->logits == SMLA_CHECK_LOGITS_FLAT ? 0.05 + 0.15 * u : 0.5 + 2.0 * u;
+    a->bmm1_scale = (float)(std / sqrt(SMLA_HEAD_DIM));
+    p->logit_std = a->bmm1_scale * sqrt(SMLA_HEAD_DIM);
     a->bmm2_scale = (float)(0.5 + 1.5 * smla_tool_rng_uniform(rng));
     static const smla_split_mode splits[] = {SMLA_SPLIT_AUTO, SMLA_SPLIT_FIXED, SMLA_SPLIT_NONE};
     a->split = splits[smla_tool_rng_range(rng, 0, 2)];
 
-    smla_status st = make_pool(p, rng, c->swa_format, &a->swa);
+    const int fp8 = c->q_dtype == SMLA_DTYPE_FP8_E4M3;
+    smla_status st = make_pool(p, rng, c->swa_format, &a->swa, fp8 ? &p->unquantised.swa : NULL);
     if (st == SMLA_OK && has_extra)
-        st = make_pool(p, rng, c->extra_format, &a->extra);
+        st = make_pool(p, rng, c->extra_format, &a->extra, fp8 ? &p->unquantised.extra : NULL);
     if (st == SMLA_OK)
         st = make_indices(p, rng, tokens, wswa, wext, has_extra);
     if (st == SMLA_OK) {
@@ -269,14 +307,17 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
         smla_check_problem_free(p);
         return st;
     }
+    if (fp8)
+        complete_unquantised(p);
     snprintf(p->description, sizeof p->description,
-             "T=%lld H=%d q=%s swa=%s[%d]%s%s ext=%s[%d]%s window=%d requests=%d sinks=%s split=%s",
-             (long long)tokens, c->num_heads, c->q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16",
-             smla_kv_format_name(c->swa_format), wswa, a->swa_lens.data ? "+lens" : "",
+             "T=%lld H=%d q=%s swa=%s[%d]%s%s ext=%s[%d]%s window=%d requests=%d sinks=%s logits=%s(std %.2f) "
+             "split=%s",
+             (long long)tokens, c->num_heads, fp8 ? "fp8" : "bf16", smla_kv_format_name(c->swa_format), wswa,
+             a->swa_lens.data ? "+lens" : "",
              a->extra_indices.data && a->extra_indices.data == (int32_t *)a->swa_indices.data + wswa ? " (shared)" : "",
              has_extra ? smla_kv_format_name(c->extra_format) : "none", wext,
              a->extra_lens.data ? "+lens" : "", a->window, p->num_requests, a->sinks.data ? "yes" : "no",
-             split_name(a->split));
+             p->logits == SMLA_CHECK_LOGITS_FLAT ? "flat" : "peaked", p->logit_std, split_name(a->split));
     smla_check_problem_poison(p);
     return SMLA_OK;
 }
@@ -285,22 +326,30 @@ smla_status smla_check_problem_make(const smla_check_config *c, smla_tool_rng *r
 void smla_check_problem_set_split(smla_check_problem *p, smla_split_mode split)
 {
     p->args.split = split;
+    p->unquantised.split = split;
     char *at = strstr(p->description, " split=");
     if (at)
         snprintf(at, sizeof p->description - (size_t)(at - p->description), " split=%s", split_name(split));
 }
 
-void smla_check_problem_poison(const smla_check_problem *p)
+static void poison_outputs(const smla_attention_args *a, int64_t out_elements)
 {
-    uint16_t *out = p->args.out.data;
-    for (int64_t i = 0; i < p->out_elements; i++)
+    uint16_t *out = a->out.data;
+    for (int64_t i = 0; i < out_elements; i++)
         out[i] = SMLA_CHECK_OUT_POISON;
-    if (p->args.lse.data) {
-        uint32_t *lse = p->args.lse.data;
-        const int64_t n = p->args.lse.shape[0] * p->args.lse.stride[0];
+    if (a->lse.data) {
+        uint32_t *lse = a->lse.data;
+        const int64_t n = a->lse.shape[0] * a->lse.stride[0];
         for (int64_t i = 0; i < n; i++)
             lse[i] = SMLA_CHECK_LSE_POISON;
     }
+}
+
+void smla_check_problem_poison(const smla_check_problem *p)
+{
+    poison_outputs(&p->args, p->out_elements);
+    if (p->unquantised.q.data)
+        poison_outputs(&p->unquantised, p->out_elements);
 }
 
 void smla_check_problem_free(smla_check_problem *p)

@@ -1,6 +1,7 @@
 /* Random adversarial attention problems for `smla check`: ragged sizes, every kind of
  * invalid index, active lengths out of range, empty rows, sinks of +-inf, positions that
- * leave padding rows, strided outputs and the engine's shared index layout. */
+ * leave padding rows, strided outputs and the engine's shared index layout; flat or peaked
+ * logits; for FP8 queries, the same problem over the values before quantisation. */
 #ifndef SMLA_TOOLS_CHECK_PROBLEM_H
 #define SMLA_TOOLS_CHECK_PROBLEM_H
 
@@ -14,6 +15,14 @@ typedef enum smla_check_positions {
     SMLA_CHECK_POSITIONS_DECODE    /* a plan of decode requests only, 1-4 tokens each */
 } smla_check_positions;
 
+/* The spread of the logits. q and the KV rows are unit normal draws, so a logit's standard
+ * deviation is bmm1_scale * sqrt(512). */
+typedef enum smla_check_logits {
+    SMLA_CHECK_LOGITS_ANY,    /* flat or peaked, even odds (a config only) */
+    SMLA_CHECK_LOGITS_FLAT,   /* logit std 0.05-0.2: nearly uniform weights */
+    SMLA_CHECK_LOGITS_PEAKED  /* logit std 0.5-2.5 */
+} smla_check_logits;
+
 typedef struct smla_check_config {
     int num_heads;
     smla_dtype q_dtype;
@@ -22,9 +31,10 @@ typedef struct smla_check_config {
     smla_check_positions positions;
     int max_tokens;
     int min_tokens;                /* tokens are drawn from [min_tokens, max_tokens] */
+    smla_check_logits logits;
 } smla_check_config;
 
-#define SMLA_CHECK_BUFFERS 16
+#define SMLA_CHECK_BUFFERS 24
 
 /* Output poison: every untouched element keeps exactly these bits. */
 #define SMLA_CHECK_OUT_POISON 0xFFFFu      /* a BF16 NaN */
@@ -42,7 +52,14 @@ typedef struct smla_check_problem {
     int32_t decode_threshold;
     int32_t segment_cap;
     int64_t out_elements;          /* bytes / 2 of the out buffer (with row padding) */
-    char description[200];
+    smla_check_logits logits;      /* FLAT or PEAKED */
+    double logit_std;              /* bmm1_scale * sqrt(512) */
+    /* FP8 queries only (else unquantised.q.data is NULL): args over the values before
+     * quantisation, for the quantisation floor: q the BF16 of the normal draws, each pool a
+     * bf16 pool of its float rows (same blocks, so a slot id names the same row), its own
+     * out and lse (poisoned, args' strides); every other tensor is args'. */
+    smla_attention_args unquantised;
+    char description[240];
 } smla_check_problem;
 
 smla_status smla_check_problem_make(const smla_check_config *config, smla_tool_rng *rng,
@@ -50,7 +67,7 @@ smla_status smla_check_problem_make(const smla_check_config *config, smla_tool_r
 /* The problem's split mode, drawn at random by make, set to `split` (the description
  * follows). */
 void smla_check_problem_set_split(smla_check_problem *problem, smla_split_mode split);
-/* Refills out and lse with the poison. */
+/* Refills out and lse (args' and unquantised's) with the poison. */
 void smla_check_problem_poison(const smla_check_problem *problem);
 void smla_check_problem_free(smla_check_problem *problem);
 

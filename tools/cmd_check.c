@@ -1,5 +1,6 @@
 /* smla check: random problems on the GPU against the CPU reference, every head count and
- * query type, KV formats (also mixed), with and without positions, through plans; then
+ * query type, KV formats (also mixed), with and without positions, through plans, flat and
+ * peaked logits, FP8 queries beside their quantisation floor (DESIGN section 8); then
  * bit-exactness checks (repeat runs, segmentation, running a slice of the batch alone, a
  * launch large enough to walk against the same tokens in per-item launches). */
 #include <stdio.h>
@@ -8,7 +9,9 @@
 #include <time.h>
 
 #include "check_compare.h"
+#include "check_floor.h"
 #include "check_problem.h"
+#include "check_table.h"
 #include "commands.h"
 #include "smla.h"
 
@@ -37,14 +40,6 @@ static const kv_combo kv_combos[] = {
     {SMLA_KV_FP8_DS_MLA, SMLA_KV_FP8_DS_MLA},
     {SMLA_KV_FP8_DS_MLA, SMLA_KV_INVALID},
 };
-
-static const char *positions_name(smla_check_positions p)
-{
-    return p == SMLA_CHECK_POSITIONS_NONE      ? "none"
-           : p == SMLA_CHECK_POSITIONS_SEQLENS ? "seqlens"
-           : p == SMLA_CHECK_POSITIONS_PLAN    ? "plan"
-                                               : "decode";
-}
 
 /* Runs a host problem on the GPU (through a device plan in PLAN mode) and copies the
  * outputs into out/lse (host buffers laid out like the problem's). */
@@ -132,52 +127,85 @@ static int outputs_equal(const smla_check_problem *p, const output_copy *a, cons
     return !a->lse || memcmp(a->lse, b->lse, (size_t)(p->args.lse.shape[0] * p->args.lse.stride[0]) * 4) == 0;
 }
 
-/* One configuration: `cases` fresh problems, each against the reference. Returns the
- * number of failures; fills the worst errors seen. */
-static int check_config(smla_context *ctx, const smla_check_config *cfg, const check_options *o,
-                        smla_tool_rng *rng, double *worst_fro, double *worst_lse)
+/* Prints a problem's figures: the kernel's error, for FP8 queries the floor's, and which
+ * rule failed. */
+static void report_problem(const smla_check_problem *p, const smla_check_result *r, const smla_check_result *floor,
+                           smla_check_limits limits, int under_floor)
+{
+    const int within_limits = smla_check_passed(r, limits);
+    const int bad = !within_limits || !under_floor;
+    FILE *f = bad ? stderr : stdout;
+    fprintf(f,
+            "  %s %s: rel_fro %.2e worst_row %.2e (t %lld h %lld) lse %.2e nan %lld inf_mismatch %lld "
+            "padding_written %lld rows %lld/%lld",
+            bad ? "FAIL" : "ok", p->description, r->rel_fro, r->worst_row, (long long)r->worst_token,
+            (long long)r->worst_head, r->lse_err, (long long)r->nan_count, (long long)r->lse_inf_mismatch,
+            (long long)r->padding_written, (long long)r->rows_computed, (long long)r->rows_padding);
+    if (floor)
+        fprintf(f, "; floor: rel_fro %.2e lse %.2e", floor->rel_fro, floor->lse_err);
+    if (!within_limits)
+        fprintf(f, "; outside the limits (out %.0e, worst row %.0e, lse %.0e, no NaN, padding untouched)",
+                limits.out, 8 * limits.out, limits.lse);
+    if (!under_floor)
+        fprintf(f, "; the error of out is above the quantisation floor (peaked logits)");
+    fputc('\n', f);
+}
+
+/* One problem on the GPU against the reference and, FP8 queries, its quantisation floor.
+ * Returns 1 when it fails (or cannot run); adds its figures to row. */
+static int check_problem(smla_context *ctx, const smla_check_config *cfg, const check_options *o,
+                         smla_tool_rng *rng, smla_check_row *row)
+{
+    smla_check_problem p;
+    if (smla_check_problem_make(cfg, rng, &p) != SMLA_OK) {
+        fprintf(stderr, "smla check: cannot make a problem (out of memory)\n");
+        return 1;
+    }
+    output_copy gpu;
+    int bad = output_alloc(&p, &gpu);
+    smla_attention_args ref = p.args;
+    ref.backend = SMLA_BACKEND_CPU;
+    const int fp8 = cfg->q_dtype == SMLA_DTYPE_FP8_E4M3;
+    smla_check_result floor;
+    memset(&floor, 0, sizeof floor);
+    smla_status st = bad ? SMLA_ERR_OUT_OF_MEMORY : smla_attention(ctx, &ref);
+    if (st == SMLA_OK && fp8)
+        st = smla_check_floor(ctx, &p, &floor);
+    if (st != SMLA_OK) {
+        fprintf(stderr, "smla check: reference failed on %s: %s (%s)\n", p.description, smla_status_string(st),
+                smla_context_last_error(ctx));
+        bad = 1;
+    }
+    const int use_plan = cfg->positions >= SMLA_CHECK_POSITIONS_PLAN;
+    if (!bad && run_gpu(ctx, &p, use_plan, p.segment_cap, gpu.out, gpu.lse) != 0)
+        bad = 1;
+    if (!bad) {
+        smla_check_result r;
+        smla_check_compare(gpu.out, p.args.out.data, p.args.out.stride[0], gpu.lse, p.args.lse.data,
+                           p.args.lse.data ? p.args.lse.stride[0] : 0, p.args.q.shape[0], cfg->num_heads, &r);
+        const smla_check_limits limits = smla_check_tolerance(cfg->q_dtype);
+        const int under_floor = smla_check_floor_holds(&p, &r, &floor);
+        bad = !smla_check_passed(&r, limits) || !under_floor;
+        smla_check_row_add(row, p.logits, &r, fp8 ? &floor : NULL);
+        if (bad || o->verbose)
+            report_problem(&p, &r, fp8 ? &floor : NULL, limits, under_floor);
+    }
+    output_free(&gpu);
+    smla_check_problem_free(&p);
+    return bad;
+}
+
+/* One configuration: `cases` fresh problems, their logit classes alternating from the
+ * `first`th (even: flat). Returns the number of failures; fills row. */
+static int check_config(smla_context *ctx, const smla_check_config *cfg, const check_options *o, int first,
+                        smla_tool_rng *rng, smla_check_row *row)
 {
     int failures = 0;
+    smla_check_row_init(row);
     for (int c = 0; c < o->cases; c++) {
-        smla_check_problem p;
-        if (smla_check_problem_make(cfg, rng, &p) != SMLA_OK) {
-            fprintf(stderr, "smla check: cannot make a problem (out of memory)\n");
-            return failures + 1;
-        }
-        output_copy gpu;
-        int bad = output_alloc(&p, &gpu);
-        smla_attention_args ref = p.args;
-        ref.backend = SMLA_BACKEND_CPU;
-        const smla_status st = bad ? SMLA_ERR_OUT_OF_MEMORY : smla_attention(ctx, &ref);
-        if (st != SMLA_OK) {
-            fprintf(stderr, "smla check: reference failed on %s: %s (%s)\n", p.description,
-                    smla_status_string(st), smla_context_last_error(ctx));
-            bad = 1;
-        }
-        const int use_plan = cfg->positions >= SMLA_CHECK_POSITIONS_PLAN;
-        if (!bad && run_gpu(ctx, &p, use_plan, p.segment_cap, gpu.out, gpu.lse) != 0)
-            bad = 1;
-        smla_check_result r;
-        memset(&r, 0, sizeof r);
-        if (!bad) {
-            smla_check_compare(gpu.out, p.args.out.data, p.args.out.stride[0], gpu.lse, p.args.lse.data,
-                               p.args.lse.data ? p.args.lse.stride[0] : 0, p.args.q.shape[0], cfg->num_heads, &r);
-            bad = !smla_check_passed(&r, smla_check_tolerance(cfg->q_dtype));
-            if (r.rel_fro > *worst_fro)
-                *worst_fro = r.rel_fro;
-            if (r.lse_err > *worst_lse)
-                *worst_lse = r.lse_err;
-        }
-        if (bad || o->verbose)
-            fprintf(bad ? stderr : stdout,
-                    "  %s %s: rel_fro %.2e worst_row %.2e (t %lld h %lld) lse %.2e nan %lld "
-                    "inf_mismatch %lld padding_written %lld rows %lld/%lld\n",
-                    bad ? "FAIL" : "ok", p.description, r.rel_fro, r.worst_row, (long long)r.worst_token,
-                    (long long)r.worst_head, r.lse_err, (long long)r.nan_count, (long long)r.lse_inf_mismatch,
-                    (long long)r.padding_written, (long long)r.rows_computed, (long long)r.rows_padding);
-        failures += bad;
-        output_free(&gpu);
-        smla_check_problem_free(&p);
+        smla_check_config one = *cfg;
+        one.logits = (first + c) % 2 ? SMLA_CHECK_LOGITS_PEAKED : SMLA_CHECK_LOGITS_FLAT;
+        failures += check_problem(ctx, &one, o, rng, row);
     }
     return failures;
 }
@@ -220,7 +248,8 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
 {
     enum { kWalkItems = 640, kSliceTokens = 64 };
     const int tokens = kWalkItems / (heads / 64);
-    const smla_check_config cfg = {heads, q_dtype, kv.swa, kv.extra, SMLA_CHECK_POSITIONS_NONE, tokens, tokens};
+    const smla_check_config cfg = {heads, q_dtype, kv.swa, kv.extra, SMLA_CHECK_POSITIONS_NONE,
+                                   tokens, tokens, SMLA_CHECK_LOGITS_ANY};
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
@@ -249,7 +278,7 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
 static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, smla_kv_format format,
                             smla_tool_rng *rng)
 {
-    smla_check_config cfg = {heads, q_dtype, format, format, SMLA_CHECK_POSITIONS_PLAN, 400, 1};
+    smla_check_config cfg = {heads, q_dtype, format, format, SMLA_CHECK_POSITIONS_PLAN, 400, 1, SMLA_CHECK_LOGITS_ANY};
     smla_check_problem p;
     if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
         return 1;
@@ -293,8 +322,7 @@ static int run_checks(smla_context *ctx, const check_options *o)
     smla_tool_rng rng;
     smla_tool_rng_seed(&rng, o->seed);
     int failures = 0, total = 0;
-    printf("%-5s %-5s %-10s %-8s %6s %10s %10s %s\n", "heads", "q", "kv", "pos", "cases", "rel_fro", "lse_err",
-           "result");
+    smla_check_table_header(stdout);
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (size_t qi = 0; qi < 2 && covers_heads(o, heads[hi]); qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
@@ -302,16 +330,12 @@ static int run_checks(smla_context *ctx, const check_options *o)
                     int max_tokens = o->token_heads / heads[hi];
                     if (pos == SMLA_CHECK_POSITIONS_DECODE) /* batches up to 512 requests */
                         max_tokens = 4 * max_tokens < 2048 ? 4 * max_tokens : 2048;
-                    smla_check_config cfg = {heads[hi], qs[qi], kv_combos[ki].swa, kv_combos[ki].extra,
-                                             (smla_check_positions)pos, max_tokens < 1 ? 1 : max_tokens, 1};
-                    double fro = 0, lse = 0;
-                    const int f = check_config(ctx, &cfg, o, &rng, &fro, &lse);
-                    char kv[24];
-                    snprintf(kv, sizeof kv, "%s+%s", smla_kv_format_name(cfg.swa_format),
-                             cfg.extra_format ? smla_kv_format_name(cfg.extra_format) : "-");
-                    printf("%-5d %-5s %-10s %-8s %6d %10.2e %10.2e %s\n", heads[hi],
-                           qs[qi] == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", kv, positions_name(cfg.positions),
-                           o->cases, fro, lse, f ? "FAIL" : "pass");
+                    const smla_check_config cfg = {heads[hi], qs[qi], kv_combos[ki].swa, kv_combos[ki].extra,
+                                                   (smla_check_positions)pos, max_tokens < 1 ? 1 : max_tokens, 1,
+                                                   SMLA_CHECK_LOGITS_ANY};
+                    smla_check_row row;
+                    const int f = check_config(ctx, &cfg, o, total, &rng, &row);
+                    smla_check_table_row(stdout, &cfg, &row, f);
                     failures += f;
                     total += o->cases;
                 }
@@ -340,8 +364,12 @@ static void usage(FILE *f)
     fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--heads N] [--verbose]\n"
                "Random problems on the GPU against the CPU reference: heads 8..128, FP8 and BF16\n"
                "queries, fp8/bf16/mixed caches, with and without positions and plans, ragged sizes,\n"
-               "invalid indices, empty rows, +-inf sinks; then bit-exactness checks. Exit 0 when\n"
-               "everything passes, 1 on a failure, 2 on bad arguments or without a GPU.\n"
+               "invalid indices, empty rows, +-inf sinks, flat and peaked logits (alternating: 2 or\n"
+               "more cases give every configuration both); then bit-exactness checks. Each error is\n"
+               "held to DESIGN section 8's limits; an FP8-query problem's quantisation floor (the\n"
+               "reference over the decoded inputs against the one over the unquantised values) is\n"
+               "printed beside it, and on peaked logits the error of out must not exceed it. Exit 0\n"
+               "when everything passes, 1 on a failure, 2 on bad arguments or without a GPU.\n"
                "  --cases N        problems per configuration (default 1)\n"
                "  --seed S         RNG seed (default: from the clock, printed)\n"
                "  --token-heads N  tokens x heads of the largest problem (default 3072)\n"

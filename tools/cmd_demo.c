@@ -56,7 +56,7 @@ static const char usage_text[] =
     "             Default: cuda when built with CUDA and a GPU is present, else cpu.\n"
     "\n"
     "Exit status: 0 when the result is within tolerance (FP8 queries: relative Frobenius\n"
-    "error of out <= 1e-2, LSE error <= 1e-3, no NaN), 1 when not, 2 on an error.\n";
+    "error of out <= 3e-2, LSE error <= 1e-2, no NaN), 1 when not, 2 on an error.\n";
 
 static int parse_options(int argc, char **argv, smla_backend *backend)
 {
@@ -250,11 +250,11 @@ static int verdict(const smla_workload *w, const reference *ref, int identical)
     const int heads = (int)w->args.q.shape[1];
     smla_check_compare(w->args.out.data, ref->out, (int64_t)heads * SMLA_HEAD_DIM,
                        w->args.lse.data, ref->lse, heads, w->num_tokens, heads, &r);
-    const double tol = smla_check_tolerance(w->args.q.dtype);
-    const int passed = smla_check_passed(&r, tol) && identical;
+    const smla_check_limits limits = smla_check_tolerance(w->args.q.dtype);
+    const int passed = smla_check_passed(&r, limits) && identical;
     printf("  error against the CPU reference: out relative Frobenius %.3e (limit %.0e), "
-           "worst row %.3e; lse max abs %.3e (limit 1e-03); NaN %lld\n",
-           r.rel_fro, tol, r.worst_row, r.lse_err, (long long)r.nan_count);
+           "worst row %.3e; lse max abs %.3e (limit %.0e); NaN %lld\n",
+           r.rel_fro, limits.out, r.worst_row, r.lse_err, limits.lse, (long long)r.nan_count);
     printf("smla demo: %s\n", passed ? "PASS" : "FAIL");
     return passed ? 0 : 1;
 }

@@ -6,8 +6,9 @@ every step draws new query lengths (1 or 2 for decodes, a varying chunk for pref
 prefill whose prompt is done turns into a decode and moves to the front), writes its
 inputs into static buffers, rebuilds the device plan, and replays a CUDA graph that
 captured smla.sparse_mla once, at step 0. Each step's out and lse are checked against the
-CPU reference (rel. Frobenius error of out <= 1e-2, |lse error| <= 1e-3), rows past the
-batch must stay untouched, and the plan's segments must be DESIGN section 4's.
+CPU reference (DESIGN section 8's limits for the query dtype; FP8: rel. Frobenius error of
+out <= 3e-2, |lse error| <= 1e-2), rows past the batch must stay untouched, and the plan's
+segments must be DESIGN section 4's.
 
 Needs PyTorch and a GPU: scripts/gpu-check.sh runs
     PYTHONPATH=python SMLA_LIBRARY=build-gpu/libsmla.so python3 -m pytest -q tests/gpu/test_python_engine_loop.py
@@ -33,8 +34,10 @@ STEPS = 20
 REQUESTS = [(48, 0, 260), (1, 300, 300), (2, 5, 5), (1, 1000, 1000), (2, 90, 90),
             (200, 130, 10**6), (97, 2000, 10**6)]
 BMM1_SCALE = 512 ** -0.5
-OUT_REL_FROBENIUS = 1e-2
-LSE_ABS = 1e-3
+Q_DTYPE = "fp8_e4m3"     # the queries (smla.quantize's name)
+# DESIGN section 8, per query dtype: (out rel. Frobenius error, |lse error|) limits
+LIMITS = {"fp8_e4m3": (3e-2, 1e-2), "bf16": (4e-3, 1e-3)}
+OUT_REL_FROBENIUS, LSE_ABS = LIMITS[Q_DTYPE]
 OUT_POISON = 0x7FC0     # BF16 NaN
 
 
@@ -99,7 +102,7 @@ class Workload:
                 indices[t, WINDOW:WINDOW + len(picked)] = self._slots(self.extra_table[r], picked)
                 extra_lens[t] = max(0, len(picked) - int(self.rng.integers(0, 3)))
         self.prefixes[order] += q_lens
-        q = smla.quantize(self.rng.normal(size=(tokens, HEADS, smla.HEAD_DIM)), "fp8_e4m3")
+        q = smla.quantize(self.rng.normal(size=(tokens, HEADS, smla.HEAD_DIM)), Q_DTYPE)
         return dict(q=q, indices=indices, extra_lens=extra_lens, seq_lens=seq_lens,
                     query_start_loc=query_start_loc, tokens=tokens)
 
