@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes src/cuda/common/wgmma_ops.cuh: the wgmma instructions smla uses, one inline-asm
 wrapper per accumulator width N (8, 16, 32, 64; 256 for the P.V of 64-head tiles, BF16
-and E4M3; BF16 and FP16 with A from registers, so far used by bench_wgmma). Each
+and E4M3; 128 for fp8m's P.V, whose 512-thread CTA leaves ptxas 128 registers an
+instruction; BF16 and FP16 with A from registers, so far used by bench_wgmma). Each
 N needs its own operand list, which is why this is generated rather than written by
 hand. Run from the repository root."""
 
@@ -79,7 +80,8 @@ def main():
                            ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs", ", 0"))
     for name, a_ops, kind in (("WgmmaFp8SS", ['"l"(a)'], "desc"),
                               ("WgmmaFp8RS", ['"r"(a.x)', '"r"(a.y)', '"r"(a.z)', '"r"(a.w)'], "regs")):
-        out.append(wrapper(name, 256, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3", a_ops, kind, ""))
+        for n in (128, 256):
+            out.append(wrapper(name, n, f"wgmma.mma_async.sync.aligned.m64n{n}k32.f32.e4m3.e4m3", a_ops, kind, ""))
     out.append(wrapper("WgmmaBf16SSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
                        ['"l"(a)'], "desc", ", 0, 1"))
     out.append(wrapper("WgmmaBf16RSTransB", 256, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",

@@ -2,11 +2,13 @@
 // over `fp8` caches): bf16m's structure (bf16_heads_on_m.cuh) on FP8 wgmma. One CTA
 // computes one token for 64 heads, 64 KV entries (a tile) at a time:
 //
-//   WG 2, the producer: copies a tile's E4M3 rows with cp.async (K: [64 entries][512 B],
-//     the B operand of S), then writes them transposed (V^T: [512 dims][64 entries]):
-//     FP8 wgmma reads only K-major operands, so P . V needs the entries contiguous.
+//   WG 2, the gather WG: copies a tile's E4M3 rows with cp.async (K: [64 entries][512 B],
+//     the B operand of S).
+//   WG 3, the transpose WG: writes them transposed (V^T: [512 dims][64 entries]): FP8
+//     wgmma reads only K-major operands, so P . V needs the entries contiguous. (One
+//     producer WG doing both bound the pair at the sum of the two: v141, PERF.)
 //   WG 0 takes the even tiles, WG 1 the odd ones, two at a time: S = Q . K^T for its own
-//     tile (m64n64k32), then O_half += P . V_half over both tiles of the pair (m64n256k32),
+//     tile (m64n64k32), then O_half += P . V_half over both tiles of the pair (m64n128k32),
 //     WG 0 owning output dims 0-255, WG 1 dims 256-511: its own P from registers, the
 //     other WG's from shared memory. The max exchange is bf16m's (heads_on_m.cuh).
 //
@@ -25,7 +27,7 @@
 // Two launch forms (kWalk), with the same arithmetic per item. kWalk = false: a CTA per
 // work item; all its threads look the item up, the consumers load Q. kWalk = true, for
 // launches with many items and no split token (prefill): a CTA per SM walks the items
-// (blockIdx.x, + gridDim.x, ...); the producer looks each up, loads its Q once the
+// (blockIdx.x, + gridDim.x, ...); the gather WG looks each up, loads its Q once the
 // consumers' last S of the item before is done, and copies its first pair of tiles while
 // they finish that item's last pair and epilogue (which keeps O in registers, so the last
 // pair's V^T is freed as any other's). Walking costs decode batches (one or two items per
@@ -49,13 +51,16 @@ namespace smla {
 namespace fp8m {
 
 using namespace heads_on_m;
-constexpr int kConsumerRegs = 224, kProducerRegs = 56;
-static_assert(registers_fit(kConsumerRegs, kProducerRegs), "register file");
+// Two consumer WGs, the gather WG and the transpose WG (heads_on_m's kThreads is bf16m's
+// three WGs).
+constexpr int kThreads = 512;
+constexpr int kConsumerRegs = 208, kGatherRegs = 48, kTransposeRegs = 40;
+static_assert(registers_fit(kConsumerRegs, kGatherRegs + kTransposeRegs, kThreads), "register file");
 
-// The timeline's sums (timeline.cuh), cycles over a CTA's pairs: the producer's first
-// thread waiting for its K copies to land, for a free V^T half, transposing (fence and
-// arrival included), waiting for a free K buffer and refilling one (rows, barrier,
-// copies); WG 0 waiting for K halves in S, in S as a whole (waits included) and waiting
+// The timeline's sums (timeline.cuh), cycles over a CTA's pairs: the transpose WG's
+// first thread waiting for K to land, for a free V^T half, transposing (fence and
+// arrivals included); the gather WG's waiting for a free K buffer (S done and K
+// transposed) and refilling one (rows, barrier, copies); WG 0 waiting for K halves in S, in S as a whole (waits included) and waiting
 // for V^T halves; from S to its P stored (mask, max exchange, softmax, O's rescale); from
 // there to the pair's end (P . V: waits for V^T and the other WG's P included).
 enum Sum {
@@ -77,14 +82,15 @@ struct Layout {
     static constexpr int kPPlane = kHeads * kRows;            // [64 heads][64 entries], 64 B swizzle
     static constexpr int kPOff = kVOff + 2 * kVBytes;         // [buf]
     static constexpr int kRowOff = kPOff + 2 * kPPlane;       // [buf][64] row addresses
-    static constexpr int kItemOff = kRowOff + 2 * kRows * 8;  // ItemInfo [slot], then the producer's next
+    static constexpr int kItemOff = kRowOff + 2 * kRows * 8;  // ItemInfo [slot], then the gather WG's next
     static constexpr int kHandoffOff = kItemOff + 3 * 64;       // HandoffSmem
     static constexpr int kBarOff = kHandoffOff + HandoffSmem::kBytes; // mbarriers
     // k_ready [buf][half] (K copies landed, row addresses written), v_ready [buf][half]
     // (transposed), k_free [buf] (S and the row mask read), v_free [buf][half] (P . V over
     // that half done), item_ready [slot] (the item's ItemInfo written and its Q landed),
-    // q_free (the consumers' last S of the item done)
-    static constexpr int kBars = 4 + 4 + 2 + 4 + 2 + 1;
+    // q_free (the consumers' last S of the item done), k_read [buf] (both halves of K
+    // transposed)
+    static constexpr int kBars = 4 + 4 + 2 + 4 + 2 + 1 + 2;
     static constexpr int kBytes = kBarOff + kBars * 8 + 1024; // + alignment slack
 };
 static_assert(Layout::kBytes <= 227 * 1024, "shared memory per CTA");
@@ -93,8 +99,8 @@ static_assert(sizeof(ItemInfo) <= 64, "item slot");
 struct Shared : HandoffSmem {
     uint8_t *q, *k_tiles, *v_tiles, *p;
     uint64_t *rows;
-    ItemInfo *items; // [slot], then the producer's next item
-    uint64_t *k_ready, *v_ready, *k_free, *v_free, *item_ready, *q_free;
+    ItemInfo *items; // [slot], then the gather WG's next item
+    uint64_t *k_ready, *v_ready, *k_free, *v_free, *item_ready, *q_free, *k_read;
 
     __device__ explicit Shared(uint8_t *smem)
         : HandoffSmem(smem + Layout::kHandoffOff), q(smem + Layout::kQOff), k_tiles(smem + Layout::kKOff),
@@ -102,7 +108,7 @@ struct Shared : HandoffSmem {
           rows(reinterpret_cast<uint64_t *>(smem + Layout::kRowOff)),
           items(reinterpret_cast<ItemInfo *>(smem + Layout::kItemOff)),
           k_ready(reinterpret_cast<uint64_t *>(smem + Layout::kBarOff)), v_ready(k_ready + 4), k_free(v_ready + 4),
-          v_free(k_free + 2), item_ready(v_free + 4), q_free(item_ready + 2)
+          v_free(k_free + 2), item_ready(v_free + 4), q_free(item_ready + 2), k_read(q_free + 1)
     {
     }
     __device__ uint8_t *k(int buf) const { return k_tiles + buf * Layout::kKBytes; }
@@ -110,9 +116,9 @@ struct Shared : HandoffSmem {
     __device__ uint8_t *p_plane(int buf) const { return p + buf * Layout::kPPlane; }
 };
 
-// ---- producer -------------------------------------------------------------------------
+// ---- gather and transpose WGs----------------------------------------------------------------
 
-// One half (256 dims) of K buffer `buf` by the 128 producer threads: thread (g = tid / 8,
+// One half (256 dims) of K buffer `buf` by the 128 gather threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks 16 half + i and 16 half + i + 8 of rows g,
 // g + 16, g + 32, g + 48 (one swizzle for all: row % 8 = g % 8). Invalid rows are
 // zero-filled. The four row addresses are loaded before the first copy (one shared-memory
@@ -137,7 +143,7 @@ __device__ __forceinline__ void copy_k_half(const AttentionParams &p, const Shar
     }
 }
 
-// One half (256 dims) of buffer `buf` transposed from K to V^T by the 128 producer
+// One half (256 dims) of buffer `buf` transposed from K to V^T by the 128 transpose
 // threads. A unit is one entry quad (the 4 entries at K positions 32st + 16hf + 4q + 0..3)
 // times one 16-byte chunk (16 dims): four 16-byte loads, four 4x4 byte transposes, and
 // sixteen 4-byte stores, one per dim row. Lane bits: q (0-1), the chunk's low bit (2),
@@ -203,14 +209,13 @@ template <int kBy> __device__ inline void load_q(const Shared &sh, const Attenti
         cp_async16(sh.q + tile_offset(kHeads, c / 32, (c % 32) * 16), src + (c / 32) * 512 + (c % 32) * 16, 16);
 }
 
-// The producer WG. It walks the CTA's work items, skips those without work (writing an
+// The gather WG. It walks the CTA's work items, skips those without work (writing an
 // empty token's output on the way) and hands each to the consumers with its Q. Per pair
-// of tiles: each V^T half once its K landed and its owner finished the previous pair's
-// P . V there; then, once each buffer's S is done, the next pair's rows and K copies,
-// which run while the consumers finish this pair. Pairs run on across items (gk counts
-// them for the barrier phases). Slot ids are loaded a pair ahead. Without kWalk: the one
-// item `single`, no hand-over.
-template <bool kWalk> __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
+// of tiles, once each buffer's S is done and the transpose WG has read its K, the next
+// pair's rows and K copies, which run while the consumers finish this pair. Pairs run on
+// across items (gk counts them for the barrier phases). Slot ids are loaded a pair ahead.
+// Without kWalk: the one item `single`, no hand-over.
+template <bool kWalk> __device__ void gather(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
     ItemWalk<Shared> walk(p, sh, tid);
     const ItemInfo &staged = walk.staged();
@@ -247,37 +252,21 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         timeline::mark(timeline::kProducerFilled);
     bool has_next = kWalk && walk.next_item(); // while the first copies are in flight
     int gk = 0;
-    uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKLanded .. kSumRefill
+    uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKFree, kSumRefill
     for (;;) {
         const ItemInfo &cur = kWalk ? walk.current() : single;
         const int pairs = (cur.w.ntiles + 1) / 2;
         for (int k = 0; k < pairs; k++, gk++) {
             const bool more = k + 1 < pairs;
             const bool another = next_pair_slots(p, cur, k, pairs, has_next, staged, tid, next);
-#pragma unroll
-            for (int x = 0; x < 4; x++) {
-                const int b = transpose_buf(x), h = transpose_half_of(x);
-                const uint64_t t0 = timeline::now();
-                mbar_wait(&sh.k_ready[b * 2 + h], gk & 1);
-                const uint64_t t1 = timeline::now();
-                mbar_wait(&sh.v_free[b * 2 + h], (gk & 1) ^ 1);
-                const uint64_t t2 = timeline::now();
-                transpose_half(sh, b, h, tid);
-                fence_proxy_async();
-                mbar_arrive(&sh.v_ready[b * 2 + h]);
-                sums[kSumKLanded] += t1 - t0;
-                sums[kSumVFree] += t2 - t1;
-                sums[kSumTranspose] += timeline::now() - t2;
-                if (tid == 0 && gk == 0 && x == 0)
-                    timeline::mark(timeline::kFirstTransposed);
-            }
-            if (kWalk && !more) // the item's tiles are all transposed: the next item (or the end)
+            if (kWalk && !more) // the item's last pair: the next item (or the end)
                 walk.hand_over(!has_next, load_item_q);
             if (another) {
 #pragma unroll
                 for (int b = 0; b < 2; b++) {
                     const uint64_t t0 = timeline::now();
                     mbar_wait(&sh.k_free[b], gk & 1);
+                    mbar_wait(&sh.k_read[b], gk & 1);
                     const uint64_t t1 = timeline::now();
                     fill(b, next[b]);
                     sums[kSumKFree] += t1 - t0;
@@ -290,9 +279,53 @@ template <bool kWalk> __device__ void produce(const AttentionParams &p, const Sh
         has_next = walk.next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
-        for (int i = kSumKLanded; i <= kSumRefill; i++)
+        for (int i = kSumKFree; i <= kSumRefill; i++)
             timeline::set_sum(i, sums[i]);
     cp_async_wait<0>(); // no copy outlives its thread
+}
+
+// The transpose WG: each V^T half once its K landed and its owner finished the previous
+// pair's P . V there; k_read tells the gather WG once both halves of a K buffer are read.
+// It follows the items as the consumers do (kWalk: the hand-overs; else `single`).
+template <bool kWalk> __device__ void transpose_all(const Shared &sh, int tid, const ItemInfo &single)
+{
+    int gk = 0;
+    uint64_t sums[timeline::kSums] = {}; // timeline builds only: kSumKLanded .. kSumTranspose
+    for (int j = 0;; j++) {
+        int ntiles = single.w.ntiles;
+        if constexpr (kWalk) {
+            mbar_wait(&sh.item_ready[j % 2], (j / 2) & 1);
+            ntiles = sh.items[j % 2].w.ntiles;
+        } else if (j > 0) {
+            break;
+        }
+        if (ntiles == 0)
+            break;
+        for (int k = 0; k < (ntiles + 1) / 2; k++, gk++) {
+#pragma unroll
+            for (int x = 0; x < 4; x++) {
+                const int b = transpose_buf(x), h = transpose_half_of(x);
+                const uint64_t t0 = timeline::now();
+                mbar_wait(&sh.k_ready[b * 2 + h], gk & 1);
+                const uint64_t t1 = timeline::now();
+                mbar_wait(&sh.v_free[b * 2 + h], (gk & 1) ^ 1);
+                const uint64_t t2 = timeline::now();
+                transpose_half(sh, b, h, tid);
+                fence_proxy_async();
+                mbar_arrive(&sh.v_ready[b * 2 + h]);
+                if (x >= 2) // buffer 1's halves are read at x = 1, 2; buffer 0's at x = 0, 3
+                    mbar_arrive(&sh.k_read[b]);
+                sums[kSumKLanded] += t1 - t0;
+                sums[kSumVFree] += t2 - t1;
+                sums[kSumTranspose] += timeline::now() - t2;
+                if (tid == 0 && gk == 0 && x == 0)
+                    timeline::mark(timeline::kFirstTransposed);
+            }
+        }
+    }
+    if (tid == 0)
+        for (int i = kSumKLanded; i <= kSumTranspose; i++)
+            timeline::set_sum(i, sums[i]);
 }
 
 // ---- consumers ------------------------------------------------------------------------
@@ -378,15 +411,18 @@ struct Consumer {
         fence_proxy_async();
     }
 
-    // O += P . V over buffer `buf`, this WG's 256 dims: P from registers or from the other
-    // WG's plane in shared memory.
+    // O += P . V over buffer `buf`, this WG's 256 dims as two m64n128 halves (a 512-thread
+    // CTA leaves ptxas 128 registers for one instruction): P from registers or from the
+    // other WG's plane in shared memory. V^T's dims are 64-byte rows, 128 of them 8 KB.
     __device__ void accumulate_own(float (&o)[128], const uint4 (&pa)[2], int buf) const
     {
         const SmemDesc desc_v = desc_sw64(sh.v(buf) + wg * Layout::kVHalfBytes);
         wgmma_fence();
 #pragma unroll
         for (int st = 0; st < 2; st++)
-            WgmmaFp8RS<256>::run(o, pa[st], desc_v + (st * 32) / 16, 1);
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+                WgmmaFp8RS<128>::run(o + 64 * n, pa[st], desc_v + (n * 128 * 64 + st * 32) / 16, 1);
         wgmma_commit();
     }
     __device__ void accumulate_other(float (&o)[128], int buf) const
@@ -396,7 +432,9 @@ struct Consumer {
         wgmma_fence();
 #pragma unroll
         for (int st = 0; st < 2; st++)
-            WgmmaFp8SS<256>::run(o, desc_p + (st * 32) / 16, desc_v + (st * 32) / 16, 1);
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+                WgmmaFp8SS<128>::run(o + 64 * n, desc_p + (st * 32) / 16, desc_v + (n * 128 * 64 + st * 32) / 16, 1);
         wgmma_commit();
     }
 
@@ -463,7 +501,7 @@ struct Consumer {
         finish(p, sh, o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, kPScale);
     }
 
-    // kWalk: the items the producer hands over, until it says there are no more; else
+    // kWalk: the items the gather WG hands over, until it says there are no more; else
     // the CTA's one item, `single`, whose Q the consumers loaded.
     template <bool kWalk> __device__ void run(const ItemInfo &single) const
     {
@@ -512,13 +550,14 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
     const Shared sh(align_smem_1024(smem_raw));
     if (tid == 0) {
         for (int i = 0; i < 4; i++) {
-            mbar_init(&sh.k_ready[i], 256); // the producer's 128 copy completions and 128 row arrivals
-            mbar_init(&sh.v_ready[i], 128); // the producer's 128 after transposing
+            mbar_init(&sh.k_ready[i], 256); // the gather WG's 128 copy completions and 128 row arrivals
+            mbar_init(&sh.v_ready[i], 128); // the transpose WG
             mbar_init(&sh.v_free[i], 128);  // the consumer WG owning that half
         }
         for (int i = 0; i < 2; i++) {
             mbar_init(&sh.k_free[i], 128);     // the consumer WG scoring that buffer
-            mbar_init(&sh.item_ready[i], 256); // the producer's 128 Q copy completions and 128 arrivals
+            mbar_init(&sh.item_ready[i], 256); // the gather WG's 128 Q copy completions and 128 arrivals
+            mbar_init(&sh.k_read[i], 128);     // the transpose WG
         }
         mbar_init(sh.q_free, 256); // both consumer WGs
         mbar_init_fence();
@@ -527,8 +566,13 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
     if (tid == 0)
         timeline::mark(timeline::kItemFound);
     if (wg == 2) {
-        regs_decrease<kProducerRegs>();
-        produce<kWalk>(p, sh, tid - 256, single);
+        regs_decrease<kGatherRegs>();
+        gather<kWalk>(p, sh, tid - 256, single);
+        return;
+    }
+    if (wg == 3) {
+        regs_decrease<kTransposeRegs>();
+        transpose_all<kWalk>(sh, tid - 384, single);
         return;
     }
     regs_increase<kConsumerRegs>();

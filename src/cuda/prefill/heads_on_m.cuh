@@ -19,14 +19,13 @@ constexpr int kRows = 64;     // KV entries per tile
 constexpr int kHeads = 64;    // heads per CTA: wgmma's M
 constexpr int kThreads = 384; // two consumer WGs and the producer WG
 
-// Registers: a CTA starts with 65536 / kThreads each, rounded down to a multiple of 8
-// (168), and setmaxnreg only moves them between warpgroups: the consumer WGs can grow to
-// C and the producer shrink to P only when 2 x 128 C + 128 P fits in that. More blocks
-// setmaxnreg.inc forever.
-constexpr int kStartRegs = 65536 / kThreads / 8 * 8;
-constexpr bool registers_fit(int consumer, int producer)
+// Registers: a CTA of `threads` starts with 65536 / threads each, rounded down to a
+// multiple of 8 (168 for 384), and setmaxnreg only moves them between warpgroups: the two
+// consumer WGs can grow to C and the producer WGs shrink to P in all (the sum over them)
+// only when 2 x 128 C + 128 P fits in that. More blocks setmaxnreg.inc forever.
+constexpr bool registers_fit(int consumer, int producers, int threads = kThreads)
 {
-    return 2 * 128 * consumer + 128 * producer <= kThreads * kStartRegs;
+    return 2 * 128 * consumer + 128 * producers <= threads * (65536 / threads / 8 * 8);
 }
 
 // Named barriers (0 is __syncthreads): the consumer WGs' hand-offs within a pair.

@@ -143,10 +143,10 @@ bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, boo
 
 // A heads-on-M kernel (bf16m or fp8m) over `ctas` CTAs: one per (token, 64-head group,
 // split), or one per SM when it walks.
-cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int smem, int64_t ctas, const AttentionParams &p,
-                              cudaStream_t stream)
+cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int threads, int smem, int64_t ctas,
+                              const AttentionParams &p, cudaStream_t stream)
 {
-    return launch_programmatic(kernel, ctas, heads_on_m::kThreads, smem, p, stream);
+    return launch_programmatic(kernel, ctas, threads, smem, p, stream);
 }
 
 // Heads per CTA (BF16) or per warpgroup (FP8) chosen before the launch; then the
@@ -162,13 +162,13 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool wal
     case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, sm_count, stream); break;
     default:
         if (!fp8_path && walk)
-            err = launch_heads_on_m(bf16m::kernel<true>, bf16m::Layout::kBytes, sm_count, p, stream);
+            err = launch_heads_on_m(bf16m::kernel<true>, heads_on_m::kThreads, bf16m::Layout::kBytes, sm_count, p, stream);
         else if (!fp8_path)
-            err = launch_heads_on_m(bf16m::kernel<false>, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
+            err = launch_heads_on_m(bf16m::kernel<false>, heads_on_m::kThreads, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
         else if (walk)
-            err = launch_heads_on_m(fp8m::kernel<true>, fp8m::Layout::kBytes, sm_count, p, stream);
+            err = launch_heads_on_m(fp8m::kernel<true>, fp8m::kThreads, fp8m::Layout::kBytes, sm_count, p, stream);
         else
-            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
+            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::kThreads, fp8m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
         break;
     }
     if (err != cudaSuccess || p.splits == 1)
