@@ -116,7 +116,7 @@ struct Shared : HandoffSmem {
     __device__ uint8_t *p_plane(int buf) const { return p + buf * Layout::kPPlane; }
 };
 
-// ---- gather and transpose WGs----------------------------------------------------------------
+// ---- gather and transpose WGs --------------------------------------------------------
 
 // One half (256 dims) of K buffer `buf` by the 128 gather threads: thread (g = tid / 8,
 // i = tid % 8) copies the 16-byte chunks 16 half + i and 16 half + i + 8 of rows g,
