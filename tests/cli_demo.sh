@@ -36,7 +36,11 @@ expect 2 "'0' is not a number of requests" bench --list --batch 8,0
 expect 2 "at most 8 batch sizes" bench --list --batch 1,2,3,4,5,6,7,8,9
 expect 0 "usage: smla bench" bench --help
 expect 2 "not a preset" bench --preset nope --list
-expect 2 "not a positive integer or off" bench --cap 0 --list
+expect 2 "'0' is not an integer in \\[1, 2147483647\\] or off" bench --cap 0 --list
+expect 2 "'3000000000' is not an integer in \\[1, 2147483647\\]" bench --cap 3000000000 --list
+expect 2 "'4294967297' is not a number of requests" bench --list --batch 4294967297
+expect 2 "--iters must be an integer in \\[1, 100000\\], not '4294967297'" bench --iters 4294967297
+expect 2 "not '+5'" bench --iters +5
 expect 2 "fp8, bf16 or fp8_ds_mla" bench --kv int4 --list
 expect 2 "iters" bench --iters 0
 expect 0 "x split auto$" bench --list --preset v41-flash-tp4
