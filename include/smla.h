@@ -21,6 +21,9 @@ extern "C" {
 #define SMLA_DEFAULT_WINDOW 128  /* SWA window when positions are given */
 #define SMLA_MAX_DIMS 4
 
+/* The library's version, "MAJOR.MINOR.PATCH" (static; never NULL). */
+const char *smla_version(void);
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum smla_status {
