@@ -74,6 +74,16 @@ expect_exit2 "unknown option '--bogus'" --bogus 1 --in "$any" --out "$work/o"
 expect_exit2 "--backend must be cpu or cuda" --in "$any" --out "$work/o" --backend gpu
 expect_exit2 "cannot open" --in "$work/nonexistent" --out "$work/o"
 expect_exit2 "cannot create" --in "$any" --out "$work/no/such/dir/o.safetensors"
+# --out naming the input file, by its path, another spelling, a symbolic or a hard link:
+# refused, the input left as it was.
+cp "$any" "$work/input.safetensors"
+ln -s input.safetensors "$work/symlink.safetensors"
+ln "$work/input.safetensors" "$work/hardlink.safetensors"
+for out in "$work/input.safetensors" "$work/./input.safetensors" "$work/symlink.safetensors" \
+    "$work/hardlink.safetensors"; do
+    expect_exit2 "is the input file" --in "$work/input.safetensors" --out "$out"
+done
+cmp -s "$any" "$work/input.safetensors" || fail "a refused --out changed the input file"
 "$smla" attend --help | grep -q "out = 0 and lse = NaN" || fail "attend --help"
 checks=$((checks + 1))
 # Without a GPU (or without CUDA built in) --backend cuda is refused cleanly.
