@@ -36,6 +36,18 @@ for problem in "$work/problems"/p*.safetensors; do
 done
 $oracle check "$work/problems" || fail "results differ from the oracle (seed $seed)"
 
+# The example problem (examples/problem.safetensors): its script writes it again byte for
+# byte, and smla attend's result on it agrees with the oracle.
+python3 "$root/examples/make_problem.py" "$work/example.safetensors" >/dev/null &&
+    cmp -s "$work/example.safetensors" "$root/examples/problem.safetensors" ||
+    fail "examples/make_problem.py does not write examples/problem.safetensors again"
+"$smla" attend --in "$root/examples/problem.safetensors" --out "$work/example.out.safetensors" \
+    >"$work/stdout" 2>"$work/stderr" || fail "smla attend on the example: $(cat "$work/stderr")"
+checks=$((checks + 1))
+[ -s "$work/stderr" ] && fail "smla attend on the example warned: $(cat "$work/stderr")"
+$oracle compare "$root/examples/problem.safetensors" "$work/example.out.safetensors" >/dev/null ||
+    fail "smla attend's result on the example differs from the oracle"
+
 # Malformed files: exit code and message.
 mkdir "$work/bad"
 $oracle malformed --seed "$seed" --dir "$work/bad" >/dev/null || fail "malformed"

@@ -14,6 +14,8 @@ static const char usage_text[] =
     "[--backend cpu|cuda]\n"
     "\n"
     "Runs the sparse MLA attention (DESIGN section 2) on one problem and writes its result.\n"
+    "Example: smla attend --in examples/problem.safetensors --out result.safetensors\n"
+    "(examples/make_problem.py writes that file and says what it holds).\n"
     "\n"
     "  --backend  cpu: the CPU reference; cuda: the GPU (each tensor is copied to the\n"
     "             device). Default: cuda when built with CUDA and a GPU is present, else cpu.\n"
