@@ -19,8 +19,8 @@ apt_install() { # packages...
     local root=()
     if [ "$(id -u)" != 0 ]; then
         if ! command -v sudo >/dev/null; then
-            echo "install-deps.sh: missing $*; installing them needs root (there is no" \
-                "sudo): run 'apt-get install $*' as root" >&2
+            echo "install-deps.sh: missing $*; installing needs root and there is no" \
+                "sudo: run 'apt-get install $*' as root" >&2
             exit 1
         fi
         root=(sudo)
