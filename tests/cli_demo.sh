@@ -8,15 +8,6 @@ trap 'rm -f "$out"' EXIT
 
 source "$(dirname "${BASH_SOURCE[0]}")/common/cli.sh"
 
-expect() { # exit-code pattern args...
-    local want=$1 pattern=$2
-    shift 2
-    "$smla" "$@" >"$out" 2>&1
-    local rc=$?
-    [ $rc -eq "$want" ] || fail "smla $* exited $rc, expected $want: $(tail -5 "$out")"
-    grep -q -- "$pattern" "$out" || fail "smla $* did not print '$pattern': $(tail -5 "$out")"
-}
-
 expect 0 "error against the CPU reference: out relative Frobenius" demo --backend cpu
 cat "$out"
 grep -q "CPU backend: batch scaled down" "$out" || fail "demo does not say the batch was scaled"
