@@ -258,7 +258,7 @@ typedef struct smla_attention_args {
     smla_tensor extra_lens;     /* optional [T] I32 */
     smla_tensor cu_seqlens_q;   /* optional [B+1] I32 */
     smla_tensor seq_lens;       /* optional [B] I32, required with cu_seqlens_q */
-    const smla_plan *plan;      /* optional */
+    const smla_plan *plan;      /* optional; built at least once (else SMLA_ERR_VALUE) */
     smla_tensor sinks;          /* optional [H] F32 */
     float bmm1_scale;           /* logit = bmm1_scale * (q . k) */
     float bmm2_scale;           /* out = bmm2_scale * sum p v */
