@@ -60,6 +60,7 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
                  min(pos + 1, window) SWA columns; rows past cu[B] are not computed.
     plan         an smla.Plan (instead of cu_seqlens_q/seq_lens): decode tokens first,
                  then the prefill segments, positioned by the plan's persistent buffers.
+                 It must be built (a plan never built, or closed, is refused).
     sinks        optional [H] float32 logits joining the softmax denominator.
     bmm1_scale   logit = bmm1_scale * q.k;  bmm2_scale: out = bmm2_scale * sum p v.
     kv_format    "bf16", "fp8" or "fp8_ds_mla"; inferred from the caches when None.
