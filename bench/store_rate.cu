@@ -1,5 +1,5 @@
 // bench_store: how fast one SM writes a heads-on-M item's output (64 heads x 512 BF16 =
-// 64 KB) to global memory, and what its threads wait for meanwhile (PERF.md, session 20:
+// 64 KB) to global memory, and what its threads wait for meanwhile (docs/perf/LOG.md, session 20:
 // the stores of O are 4-11% of every heads-on-M case). In SM cycles per 64 KB, medians
 // over the storing CTAs:
 //   stg    256 threads store 16-byte chunks from registers, 16 each, as finish() does:

@@ -1,7 +1,7 @@
 // bench_widen: what bf16m's widening of raw rows costs, in SM cycles, with the kernel's
 // own code (copy_half, widen_half): one half of a tile (64 fp8_ds_mla rows x 256 dims)
 // gathered by a warpgroup (L: copies issued to landed), then widened to BF16 in place by
-// 1, 2 or 3 warpgroups at once, each its own half (W). PERF.md (session 9) uses it to
+// 1, 2 or 3 warpgroups at once, each its own half (W). docs/perf/LOG.md (session 9) uses it to
 // place the widening: ~2000 cycles a half on one warpgroup, whatever the code's order.
 // Usage: bench_widen [--reps N]  (default 200; medians over the CTAs of N repetitions)
 #include <cstdint>

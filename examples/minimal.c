@@ -24,7 +24,7 @@ int main(void)
     a.q = smla_tensor_3d(q, SMLA_DTYPE_BF16, T, H, D, SMLA_MEMORY_HOST);
     a.swa = pool;
     a.swa_indices = smla_tensor_2d(indices, SMLA_DTYPE_I32, T, 3, SMLA_MEMORY_HOST);
-    a.bmm1_scale = 0.0417f; /* 1/sqrt(576) */
+    a.bmm1_scale = 0.0441941738f; /* 512^-0.5: DeepSeek-V4's head_dim^-0.5, q and k 512 wide */
     a.out = smla_tensor_3d(out, SMLA_DTYPE_BF16, T, H, D, SMLA_MEMORY_HOST);
 
     smla_context *ctx;

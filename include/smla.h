@@ -21,6 +21,9 @@ extern "C" {
 #define SMLA_DEFAULT_WINDOW 128  /* SWA window when positions are given */
 #define SMLA_MAX_DIMS 4
 
+/* The library's version, "MAJOR.MINOR.PATCH" (static; never NULL). */
+const char *smla_version(void);
+
 /* ---------------------------------------------------------------- status */
 
 typedef enum smla_status {
@@ -255,7 +258,7 @@ typedef struct smla_attention_args {
     smla_tensor extra_lens;     /* optional [T] I32 */
     smla_tensor cu_seqlens_q;   /* optional [B+1] I32 */
     smla_tensor seq_lens;       /* optional [B] I32, required with cu_seqlens_q */
-    const smla_plan *plan;      /* optional */
+    const smla_plan *plan;      /* optional; built at least once (else SMLA_ERR_VALUE) */
     smla_tensor sinks;          /* optional [H] F32 */
     float bmm1_scale;           /* logit = bmm1_scale * (q . k) */
     float bmm2_scale;           /* out = bmm2_scale * sum p v */

@@ -7,6 +7,7 @@ Environment:
                    is found, as in the repository's own build).
 """
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -17,6 +18,12 @@ from setuptools.command.build_py import build_py
 
 REPOSITORY = Path(__file__).resolve().parent.parent
 LIBRARY = "libsmla.so"
+
+
+def project_version():
+    """The version in CMakeLists.txt's project() (also smla_version() and --version)."""
+    text = (REPOSITORY / "CMakeLists.txt").read_text()
+    return re.search(r"project\(smla VERSION ([0-9.]+)", text).group(1)
 
 
 def build_library(build_dir):
@@ -51,4 +58,5 @@ class BinaryDistribution(Distribution):
         return True
 
 
-setup(cmdclass={"build_py": BuildPyWithLibrary}, distclass=BinaryDistribution)
+setup(version=project_version(), cmdclass={"build_py": BuildPyWithLibrary},
+      distclass=BinaryDistribution)

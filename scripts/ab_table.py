@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tables of an A/B run (`gpu-check.sh ab`), as PERF.md writes them: for each bench
+"""The tables of an A/B run (`gpu-check.sh ab`), as docs/perf/LOG.md writes them: for each bench
 argument list n, every case with tree A's value and each other tree's, the best of the
 rounds (bench{n}_{tree}{round}.log under the run's $OUT), and the change against A.
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How accurate would fp8_ds_mla attention be on FP8 wgmma, without widening the rows?
-A NumPy model of the arithmetic sketched in docs/PERF.md ("Next (after session 10)",
+A NumPy model of the arithmetic sketched in docs/perf/LOG.md ("Next (after session 10)",
 item 3), against float64 attention on the same decoded values, for one token of 64 heads
 over 640 entries (FP8 queries):
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of fuzz/ (clang, with AddressSanitizer and UBSan) and runs
+# Installs clang with libFuzzer when missing (scripts/install-deps.sh --fuzz), builds the
+# libFuzzer targets of fuzz/ (clang, with AddressSanitizer and UBSan) and runs
 # each for SECONDS (default 300), up to $(nproc) at a time, from its seed corpus
 # fuzz/corpus/<target>/ (and its dictionary fuzz/<target>.dict). New inputs go to
 # $FUZZ_OUT/<target>/corpus, logs and crashing inputs to $FUZZ_OUT/<target>/
@@ -13,6 +14,7 @@ shift || true
 build=${FUZZ_BUILD:-$root/build-fuzz}
 out=${FUZZ_OUT:-$build/out}
 
+"$root/scripts/install-deps.sh" --fuzz
 cmake -S "$root" -B "$build" -DCMAKE_C_COMPILER=clang -DSMLA_CUDA=OFF -DSMLA_FUZZ=ON \
     -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" -j "$(nproc)" --target fuzz-targets >/dev/null

@@ -292,7 +292,7 @@ ab)
     # Trees b, c, ... in the order given: each built and smoke-checked (in the
     # background, above), then every bench argument list runs A, b, c, ..., AB_ROUNDS
     # times (default 2). A tree whose smoke check fails is left out, unless
-    # AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, PERF.md)
+    # AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, docs/perf/LOG.md)
     # compute wrong results and are timed anyway.
     for i in "${!others[@]}"; do
         name=${names[$i]} tree=${others[$i]}

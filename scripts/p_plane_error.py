@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The error that fp8m's P . V would have with P as one E4M3 plane, against P as hi + lo
-planes (what fp8m and fp8wg multiply), for PERF.md's session 22: a numpy model of the
+planes (what fp8m and fp8wg multiply), for docs/perf/LOG.md's session 22: a numpy model of the
 kernels' arithmetic on one 64-head item (640 entries, 512 dims, V in E4M3, scores
 N(0, sigma) in log2 units, P = exp2(s - max) * 256 as kPScale, round to nearest even),
 relative Frobenius error of `out` against exact arithmetic on the same inputs.

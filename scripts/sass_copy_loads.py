@@ -3,7 +3,7 @@
 from a shared-memory load (LDS) issued since the previous copy. Each such copy waits for
 a shared-memory round trip, and the copies' asm (a "memory" clobber) keeps the compiler
 from hoisting those loads: a gather that loads each row's address right before the row's
-copies pays one round trip per row, in series (PERF.md session 12: v37, v38). A low count
+copies pays one round trip per row, in series (docs/perf/LOG.md session 12: v37, v38). A low count
 (one per batch of rows) is what the gathers should show.
   scripts/sass_copy_loads.py [OBJ]   (default: this tree's kernels, scripts/sass_build.sh)
 Needs nvcc and cuobjdump on PATH (see scripts/sass_compare.sh)."""

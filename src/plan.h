@@ -36,6 +36,7 @@ struct smla_plan {
     const int32_t *seq_lens;       /* the last build's batch seq_lens */
     int32_t host_counts[2];        /* num_decodes, num_segments: a host plan's view.counts */
     smla_plan_device *device;      /* device plans only */
+    int built;                     /* 1 once a build has succeeded */
 };
 
 /* Recomputes segment and decode sequence lengths (and a device plan's decode token

@@ -184,6 +184,7 @@ smla_status smla_plan_build(smla_plan *plan, const smla_batch *batch, void *stre
             return st;
         write_plan(plan, batch, &shape);
         smla_plan_refresh(plan, stream);
+        plan->built = 1;
         return smla_succeed(ctx);
     }
 #ifdef SMLA_WITH_CUDA
@@ -196,6 +197,7 @@ smla_status smla_plan_build(smla_plan *plan, const smla_batch *batch, void *stre
     st = smla_plan_device_upload(plan, stream);
     if (st != SMLA_OK)
         return st;
+    plan->built = 1;
 #endif
     return smla_succeed(ctx);
 }

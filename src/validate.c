@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kv_format.h"
+#include "plan.h"
 #include "problem.h"
 #include "validate_tensor.h"
 
@@ -265,6 +266,10 @@ static smla_status check_cu_seqlens(checked_args *c)
 /* Plan part 0: the decode tokens from token 0; part 1: the prefill segments after them. */
 static smla_status check_plan(checked_args *c)
 {
+    if (!c->args->plan->built)
+        return smla_fail(c->ctx, SMLA_ERR_VALUE,
+                         "plan: it has never been built (smla_plan_build), so it positions "
+                         "no token");
     smla_plan_view view;
     const smla_status st = smla_plan_get_view(c->args->plan, &view);
     if (st != SMLA_OK)

@@ -36,6 +36,18 @@ for problem in "$work/problems"/p*.safetensors; do
 done
 $oracle check "$work/problems" || fail "results differ from the oracle (seed $seed)"
 
+# The example problem (examples/problem.safetensors): its script writes it again byte for
+# byte, and smla attend's result on it agrees with the oracle.
+python3 "$root/examples/make_problem.py" "$work/example.safetensors" >/dev/null &&
+    cmp -s "$work/example.safetensors" "$root/examples/problem.safetensors" ||
+    fail "examples/make_problem.py does not write examples/problem.safetensors again"
+"$smla" attend --in "$root/examples/problem.safetensors" --out "$work/example.out.safetensors" \
+    >"$work/stdout" 2>"$work/stderr" || fail "smla attend on the example: $(cat "$work/stderr")"
+checks=$((checks + 1))
+[ -s "$work/stderr" ] && fail "smla attend on the example warned: $(cat "$work/stderr")"
+$oracle compare "$root/examples/problem.safetensors" "$work/example.out.safetensors" >/dev/null ||
+    fail "smla attend's result on the example differs from the oracle"
+
 # Malformed files: exit code and message.
 mkdir "$work/bad"
 $oracle malformed --seed "$seed" --dir "$work/bad" >/dev/null || fail "malformed"
@@ -74,6 +86,16 @@ expect_exit2 "unknown option '--bogus'" --bogus 1 --in "$any" --out "$work/o"
 expect_exit2 "--backend must be cpu or cuda" --in "$any" --out "$work/o" --backend gpu
 expect_exit2 "cannot open" --in "$work/nonexistent" --out "$work/o"
 expect_exit2 "cannot create" --in "$any" --out "$work/no/such/dir/o.safetensors"
+# --out naming the input file, by its path, another spelling, a symbolic or a hard link:
+# refused, the input left as it was.
+cp "$any" "$work/input.safetensors"
+ln -s input.safetensors "$work/symlink.safetensors"
+ln "$work/input.safetensors" "$work/hardlink.safetensors"
+for out in "$work/input.safetensors" "$work/./input.safetensors" "$work/symlink.safetensors" \
+    "$work/hardlink.safetensors"; do
+    expect_exit2 "is the input file" --in "$work/input.safetensors" --out "$out"
+done
+cmp -s "$any" "$work/input.safetensors" || fail "a refused --out changed the input file"
 "$smla" attend --help | grep -q "out = 0 and lse = NaN" || fail "attend --help"
 checks=$((checks + 1))
 # Without a GPU (or without CUDA built in) --backend cuda is refused cleanly.

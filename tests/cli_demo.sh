@@ -8,15 +8,6 @@ trap 'rm -f "$out"' EXIT
 
 source "$(dirname "${BASH_SOURCE[0]}")/common/cli.sh"
 
-expect() { # exit-code pattern args...
-    local want=$1 pattern=$2
-    shift 2
-    "$smla" "$@" >"$out" 2>&1
-    local rc=$?
-    [ $rc -eq "$want" ] || fail "smla $* exited $rc, expected $want: $(tail -5 "$out")"
-    grep -q -- "$pattern" "$out" || fail "smla $* did not print '$pattern': $(tail -5 "$out")"
-}
-
 expect 0 "error against the CPU reference: out relative Frobenius" demo --backend cpu
 cat "$out"
 grep -q "CPU backend: batch scaled down" "$out" || fail "demo does not say the batch was scaled"
@@ -36,7 +27,11 @@ expect 2 "'0' is not a number of requests" bench --list --batch 8,0
 expect 2 "at most 8 batch sizes" bench --list --batch 1,2,3,4,5,6,7,8,9
 expect 0 "usage: smla bench" bench --help
 expect 2 "not a preset" bench --preset nope --list
-expect 2 "not a positive integer or off" bench --cap 0 --list
+expect 2 "'0' is not an integer in \\[1, 2147483647\\] or off" bench --cap 0 --list
+expect 2 "'3000000000' is not an integer in \\[1, 2147483647\\]" bench --cap 3000000000 --list
+expect 2 "'4294967297' is not a number of requests" bench --list --batch 4294967297
+expect 2 "--iters must be an integer in \\[1, 100000\\], not '4294967297'" bench --iters 4294967297
+expect 2 "not '+5'" bench --iters +5
 expect 2 "fp8, bf16 or fp8_ds_mla" bench --kv int4 --list
 expect 2 "iters" bench --iters 0
 expect 0 "x split auto$" bench --list --preset v41-flash-tp4

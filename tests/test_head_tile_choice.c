@@ -1,5 +1,5 @@
 /* The head tile of the 8-32-head kernels (src/head_tile_choice.c): the decode and prefill
- * decisions on the H200's 132 SMs (docs/PERF.md), and over random launches the properties
+ * decisions on the H200's 132 SMs (docs/perf/LOG.md), and over random launches the properties
  * every choice must have: a power-of-two tile of 8..min(heads, max), no smaller tile than
  * fills the GPU when the largest does, and no tile halved into a second wave. */
 #include "head_tile_choice.h"

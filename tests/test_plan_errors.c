@@ -1,5 +1,6 @@
-/* Every error status of the planner: its code, a message naming the argument, and a
- * failed build leaving the previous plan as it was. */
+/* Every error status of the planner: its code, a message naming the argument, a failed
+ * build leaving the previous plan as it was, and a plan never built refused by
+ * smla_attention. */
 #include <string.h>
 
 #include "testutil.h"
@@ -164,11 +165,43 @@ static void test_build_errors(void)
     smla_plan_destroy(plan);
 }
 
+/* A plan that was never built positions no token: smla_attention refuses it rather than
+ * computing nothing (out left as it was, lse NaN); a refused build does not count. */
+static void test_attention_unbuilt(void)
+{
+    enum { T = 3, H = 8, ROWS = 4 };
+    static uint16_t q[T][H][SMLA_HEAD_DIM], out[T][H][SMLA_HEAD_DIM];
+    static uint16_t cache[ROWS][SMLA_HEAD_DIM];
+    int32_t indices[T][2] = {{0, 1}, {2, 3}, {1, 2}};
+    smla_plan_capacity capacity = {T, 2, 0};
+    smla_plan *plan = NULL;
+    CHECK_STATUS(smla_plan_create(ctx, &capacity, SMLA_MEMORY_HOST, &plan), SMLA_OK);
+
+    smla_attention_args a = smla_attention_args_default();
+    a.q = smla_tensor_3d(q, SMLA_DTYPE_BF16, T, H, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
+    a.swa = smla_kv_pool_make(cache, SMLA_KV_BF16, 1, ROWS, SMLA_MEMORY_HOST);
+    a.swa_indices = smla_tensor_2d(indices, SMLA_DTYPE_I32, T, 2, SMLA_MEMORY_HOST);
+    a.out = smla_tensor_3d(out, SMLA_DTYPE_BF16, T, H, SMLA_HEAD_DIM, SMLA_MEMORY_HOST);
+    a.bmm1_scale = 0.04f;
+    a.plan = plan;
+    CHECK_FAILS(smla_attention(ctx, &a), SMLA_ERR_VALUE, "never been built");
+
+    int32_t qsl[3] = {0, 1, 3}, seq_lens[2] = {5, 0}; /* seq_lens[1] < its 2 tokens */
+    smla_batch batch = {2, qsl, seq_lens, 1, SMLA_DTYPE_BF16, SMLA_SEGMENT_CAP_DEFAULT};
+    CHECK_STATUS(smla_plan_build(plan, &batch, NULL), SMLA_ERR_VALUE);
+    CHECK_FAILS(smla_attention(ctx, &a), SMLA_ERR_VALUE, "never been built");
+    seq_lens[1] = 2;
+    CHECK_STATUS(smla_plan_build(plan, &batch, NULL), SMLA_OK);
+    CHECK_STATUS(smla_attention(ctx, &a), SMLA_OK);
+    smla_plan_destroy(plan);
+}
+
 int main(void)
 {
     CHECK_STATUS(smla_context_create(&ctx), SMLA_OK);
     test_create_errors();
     test_build_errors();
+    test_attention_unbuilt();
     smla_context_destroy(ctx);
     return smla_test_finish("test_plan_errors");
 }

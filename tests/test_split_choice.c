@@ -1,5 +1,5 @@
 /* The split-KV choice of SMLA_SPLIT_AUTO (src/split_choice.c): the decisions measured on
- * the H200 (docs/PERF.md, v6.2), and over random launches the properties every choice
+ * the H200 (docs/perf/LOG.md, v6.2), and over random launches the properties every choice
  * must have: no split once the work items fill the GPU, whole multiples of the tile
  * multiple, and no piece count that the cost model says finishes earlier. */
 #include "split_choice.h"

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "device_args.h"
+#include "file_identity.h"
 #include "problem_file.h"
 
 static const char usage_text[] =
@@ -13,6 +14,8 @@ static const char usage_text[] =
     "[--backend cpu|cuda]\n"
     "\n"
     "Runs the sparse MLA attention (DESIGN section 2) on one problem and writes its result.\n"
+    "Example: smla attend --in examples/problem.safetensors --out result.safetensors\n"
+    "(examples/make_problem.py writes that file and says what it holds).\n"
     "\n"
     "  --backend  cpu: the CPU reference; cuda: the GPU (each tensor is copied to the\n"
     "             device). Default: cuda when built with CUDA and a GPU is present, else cpu.\n"
@@ -41,6 +44,8 @@ static const char usage_text[] =
     "Rows that are not computed (padding: tokens outside every sequence of cu_seqlens_q)\n"
     "keep the initial values: out = 0 and lse = NaN. A token with no active entry gets\n"
     "out = 0 and lse = -inf.\n"
+    "\n"
+    "--out must not be the input file (the same path, or another path to that file).\n"
     "\n"
     "Exit status: 0 on success; 2 on any error (bad arguments, unreadable, malformed or\n"
     "inconsistent input, a failed run), with a message on stderr naming the culprit.\n";
@@ -80,6 +85,11 @@ static int parse_options(int argc, char **argv, attend_options *o)
     }
     if (!o->in || !o->out) {
         fprintf(stderr, "smla attend: --in and --out are required\n\n%s", usage_text);
+        return 2;
+    }
+    if (smla_tool_same_file(o->in, o->out)) {
+        fprintf(stderr, "smla attend: --out '%s' is the input file --in '%s'; writing the "
+                "result there would destroy the problem: give another --out\n", o->out, o->in);
         return 2;
     }
     return -1;

@@ -9,12 +9,14 @@
 #include "bench_presets.h"
 #include "bench_staging.h"
 #include "bench_timer.h"
+#include "cli_number.h"
 #include "commands.h"
 #include "workload_device.h"
 
 #define BENCH_SEED 1
 #define BENCH_WARMUP 3
 #define DEFAULT_ITERS 20
+#define MAX_ITERS 100000
 #define MAX_CAPS 8
 #define MAX_BATCH 512 /* requests of a decode batch (each with its own 8192-token cache) */
 #define TEXT(x) #x
@@ -130,10 +132,9 @@ static int cap_item(const char *entry, bench_options *o)
         o->caps[o->num_caps++] = 0;
         return 1;
     }
-    char *end = NULL;
-    const long value = strtol(entry, &end, 10);
-    if (entry[0] < '0' || entry[0] > '9' || *end != '\0' || value < 1 || value > INT32_MAX)
-        return bad_option("--cap: '%s' is not a positive integer or off", entry), 0;
+    uint64_t value;
+    if (!smla_cli_parse_uint(entry, strlen(entry), 1, INT32_MAX, &value))
+        return bad_option("--cap: '%s' is not an integer in [1, 2147483647] or off", entry), 0;
     o->caps[o->num_caps++] = (int32_t)value;
     return 1;
 }
@@ -152,9 +153,8 @@ static int batch_item(const char *entry, bench_options *o)
 {
     if (o->num_batches == SMLA_BENCH_MAX_BATCHES)
         return bad_option("--batch: at most " NUMBER_TEXT(SMLA_BENCH_MAX_BATCHES) " batch sizes, not '%s'", entry), 0;
-    char *end = NULL;
-    const long value = strtol(entry, &end, 10);
-    if (entry[0] < '0' || entry[0] > '9' || *end != '\0' || value < 1 || value > MAX_BATCH)
+    uint64_t value;
+    if (!smla_cli_parse_uint(entry, strlen(entry), 1, MAX_BATCH, &value))
         return bad_option("--batch: '%s' is not a number of requests in [1, " NUMBER_TEXT(MAX_BATCH) "]", entry), 0;
     o->batches[o->num_batches++] = (int32_t)value;
     return 1;
@@ -220,11 +220,10 @@ static int parse_options(int argc, char **argv, bench_options *o)
             if (o->kv_format == SMLA_KV_INVALID)
                 return bad_option("--kv must be fp8, bf16 or fp8_ds_mla, not '%s'", value);
         } else if (!strcmp(arg, "--iters")) {
-            char *end = NULL;
-            const long n = strtol(value, &end, 10);
-            if (*value == '\0' || *end != '\0' || n < 1 || n > 100000)
-                return bad_option("--iters must be an integer in [1, 100000], not '%s'",
-                                  value);
+            uint64_t n;
+            if (!smla_cli_parse_uint(value, strlen(value), 1, MAX_ITERS, &n))
+                return bad_option("--iters must be an integer in [1, " NUMBER_TEXT(MAX_ITERS)
+                                  "], not '%s'", value);
             o->iters = (int)n;
         } else if (!strcmp(arg, "--json")) {
             o->json = value;

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "check_compare.h"
 #include "check_floor.h"
+#include "check_options.h"
 #include "check_problem.h"
 #include "check_table.h"
 #include "commands.h"
@@ -19,14 +19,6 @@
 #include <cuda_runtime.h>
 
 #include "device_args.h"
-
-typedef struct check_options {
-    uint64_t seed;
-    int cases;
-    int token_heads; /* tokens x heads budget of one problem (the CPU reference's cost) */
-    int verbose;
-    int heads; /* only this head count (0: every one) */
-} check_options;
 
 typedef struct kv_combo {
     smla_kv_format swa, extra;
@@ -359,60 +351,13 @@ static int run_checks(smla_context *ctx, const check_options *o)
 }
 #endif
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--heads N] [--verbose]\n"
-               "Random problems on the GPU against the CPU reference: heads 8..128, FP8 and BF16\n"
-               "queries, fp8/bf16/mixed caches, with and without positions and plans, ragged sizes,\n"
-               "invalid indices, empty rows, +-inf sinks, flat and peaked logits (alternating: 2 or\n"
-               "more cases give every configuration both); then bit-exactness checks. Each error is\n"
-               "held to DESIGN section 8's limits; an FP8-query problem's quantisation floor (the\n"
-               "reference over the decoded inputs against the one over the unquantised values) is\n"
-               "printed beside it, and on peaked logits the error of out must not exceed it. Exit 0\n"
-               "when everything passes, 1 on a failure, 2 on bad arguments or without a GPU.\n"
-               "  --cases N        problems per configuration (default 1)\n"
-               "  --seed S         RNG seed (default: from the clock, printed)\n"
-               "  --token-heads N  tokens x heads of the largest problem (default 3072)\n"
-               "  --heads N        only this head count: 8, 16, 32, 64 or 128 (default: all)\n");
-}
-
 int smla_cmd_check(int argc, char **argv)
 {
+    check_options o;
+    const int code = smla_check_options_parse(argc, argv, &o);
+    if (code >= 0)
+        return code;
 #ifdef SMLA_WITH_CUDA
-    check_options o = {(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0, 0};
-    for (int i = 1; i < argc; i++) {
-        char *end = NULL;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--verbose")) {
-            o.verbose = 1;
-        } else if (i + 1 < argc && !strcmp(argv[i], "--cases")) {
-            o.cases = (int)strtol(argv[++i], &end, 10);
-        } else if (i + 1 < argc && !strcmp(argv[i], "--seed")) {
-            o.seed = strtoull(argv[++i], &end, 0);
-        } else if (i + 1 < argc && !strcmp(argv[i], "--token-heads")) {
-            o.token_heads = (int)strtol(argv[++i], &end, 10);
-        } else if (i + 1 < argc && !strcmp(argv[i], "--heads")) {
-            o.heads = (int)strtol(argv[++i], &end, 10);
-        } else {
-            fprintf(stderr, "smla check: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-        if (end && *end) {
-            fprintf(stderr, "smla check: '%s' is not a number\n", argv[i]);
-            return 2;
-        }
-    }
-    if (o.cases < 1 || o.token_heads < 8) {
-        fprintf(stderr, "smla check: --cases must be >= 1 and --token-heads >= 8\n");
-        return 2;
-    }
-    if (o.heads && o.heads != 8 && o.heads != 16 && o.heads != 32 && o.heads != 64 && o.heads != 128) {
-        fprintf(stderr, "smla check: --heads must be 8, 16, 32, 64 or 128\n");
-        return 2;
-    }
     smla_context *ctx = NULL;
     if (smla_context_create(&ctx) != SMLA_OK)
         return 2;
@@ -426,10 +371,6 @@ int smla_cmd_check(int argc, char **argv)
     smla_context_destroy(ctx);
     return rc;
 #else
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-        usage(stdout);
-        return 0;
-    }
     fprintf(stderr, "smla check: this smla was built without CUDA; it compares the CUDA backend with the CPU reference\n");
     return 2;
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_number.h"
 #include "commands.h"
 #include "plan_cli.h"
 
@@ -35,15 +36,8 @@ static void usage(FILE *f)
 /* A non-negative decimal int32: digits only, no sign, no spaces, no overflow. */
 static int parse_count(const char *text, size_t len, int32_t *value)
 {
-    if (len == 0 || len > 10)
-        return 0;
-    int64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-        if (text[i] < '0' || text[i] > '9')
-            return 0;
-        v = v * 10 + (text[i] - '0');
-    }
-    if (v > INT32_MAX)
+    uint64_t v;
+    if (!smla_cli_parse_uint(text, len, 0, INT32_MAX, &v))
         return 0;
     *value = (int32_t)v;
     return 1;

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "commands.h"
+#include "smla.h"
 
 typedef struct command {
     const char *name;
@@ -20,7 +21,8 @@ static const command commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: smla <command> [options]   (smla <command> --help)\n\ncommands:\n");
+    fprintf(f, "usage: smla <command> [options]   (smla <command> --help)\n"
+               "       smla --version\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].help);
 }
@@ -33,6 +35,10 @@ int main(int argc, char **argv)
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("smla %s\n", smla_version());
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -10,6 +10,7 @@ convert). Errors are smla.SmlaError subclasses naming the argument.
 """
 from ._abi import DEFAULT_WINDOW, HEAD_DIM, PLAN_NOT_DECODE
 from ._library import has_cuda, library_path
+from ._library import lib as _lib
 from .attention import sparse_mla
 from .errors import (AlignmentError, BackendError, BatchOrderError, CapacityError, CudaError,
                      DeviceError, DtypeError, HeadsError, KvFormatError, NullPointerError,
@@ -19,7 +20,7 @@ from .flashinfer import trtllm_batch_decode_sparse_mla_dsv4
 from .formats import dequantize, kv_pack, kv_unpack, quantize
 from .plan import Plan
 
-__version__ = "0.1.0"
+__version__ = _lib.smla_version().decode()  # the library's (CMakeLists.txt's project version)
 
 __all__ = [
     "DEFAULT_WINDOW", "HEAD_DIM", "PLAN_NOT_DECODE", "has_cuda", "library_path", "sparse_mla",

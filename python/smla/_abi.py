@@ -87,6 +87,7 @@ def declare(lib):
     """Sets argtypes/restype of every function the binding calls."""
     c_int, c_void_p, c_char_p = ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p
     signatures = {
+        "smla_version": (c_char_p, []),
         "smla_status_string": (c_char_p, [c_int]),
         "smla_context_create": (c_int, [ctypes.POINTER(c_void_p)]),
         "smla_context_destroy": (None, [c_void_p]),

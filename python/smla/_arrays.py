@@ -16,6 +16,7 @@ import numpy as np
 
 from . import _abi
 from ._library import lib
+from ._integers import address, int32
 from .errors import (DeviceError, DtypeError, KvFormatError, NullPointerError, ReadOnlyError,
                      ShapeError, StrideError)
 
@@ -188,6 +189,8 @@ def kv_pool(arg, kv_format=None, block_size=None):
     bf16 and fp8 caches are [num_blocks, block_size, 512] (BF16; FP8 or uint8 E4M3 bits)
     with contiguous token rows; fp8_ds_mla caches are [num_blocks, block_bytes] uint8 and
     need block_size. kv_format, when given ("bf16", "fp8", "fp8_ds_mla"), must agree."""
+    if block_size is not None:
+        block_size = int32("block_size", block_size)
     if arg.ndim == 3:
         dtype = arg.expect_dtype(_abi.DTYPE_BF16, _abi.DTYPE_FP8_E4M3)
         inferred = "bf16" if dtype == _abi.DTYPE_BF16 else "fp8"
@@ -251,7 +254,7 @@ def stream_handle(device, stream):
         return None
     if stream is None:
         return torch_module().cuda.current_stream(device).cuda_stream
-    return getattr(stream, "cuda_stream", stream)
+    return address("stream", getattr(stream, "cuda_stream", stream))
 
 
 def on_device(device):

@@ -7,8 +7,10 @@ import numpy as np
 from . import _abi
 from ._arrays import (Arg, is_torch, kv_pool, new_array, on_device, optional_arg,
                       required_arg, stream_handle, tensor_of, torch_module)
+from ._integers import int32
 from ._library import lib, thread_context
 from .errors import DeviceError, DtypeError, NullPointerError, ShapeError, ValueRangeError
+from .plan import Plan
 
 BF16, FP8, F32, I32 = _abi.DTYPE_BF16, _abi.DTYPE_FP8_E4M3, _abi.DTYPE_F32, _abi.DTYPE_I32
 _SPLIT_MODES = {"auto": _abi.SPLIT_AUTO, "fixed": _abi.SPLIT_FIXED, "none": _abi.SPLIT_NONE}
@@ -58,6 +60,7 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
                  min(pos + 1, window) SWA columns; rows past cu[B] are not computed.
     plan         an smla.Plan (instead of cu_seqlens_q/seq_lens): decode tokens first,
                  then the prefill segments, positioned by the plan's persistent buffers.
+                 It must be built (a plan never built, or closed, is refused).
     sinks        optional [H] float32 logits joining the softmax denominator.
     bmm1_scale   logit = bmm1_scale * q.k;  bmm2_scale: out = bmm2_scale * sum p v.
     kv_format    "bf16", "fp8" or "fp8_ds_mla"; inferred from the caches when None.
@@ -98,13 +101,15 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
     args.cu_seqlens_q = tensor_of(optional_arg("cu_seqlens_q", cu_seqlens_q, qa), I32)
     args.seq_lens = tensor_of(optional_arg("seq_lens", seq_lens, qa), I32)
     if plan is not None:
+        if not isinstance(plan, Plan):
+            raise DtypeError(f"plan: expected an smla.Plan, got {type(plan).__name__}")
         if plan.device != qa.device:
             raise DeviceError(f"plan is on {plan.place} but q is on {qa.place}")
-        args.plan = plan.handle
+        args.plan = plan.live_handle()
     args.sinks = tensor_of(optional_arg("sinks", sinks, qa), F32)
     args.bmm1_scale = host_float(bmm1_scale, "bmm1_scale")
     args.bmm2_scale = host_float(bmm2_scale, "bmm2_scale")
-    args.window = window
+    args.window = int32("window", window)
 
     num_tokens, num_heads = qa.shape[0], qa.shape[1]
     if out is None:

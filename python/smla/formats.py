@@ -6,6 +6,7 @@ import numpy as np
 
 from . import _abi
 from ._arrays import Arg, kv_format_code, kv_pool
+from ._integers import int32
 from ._library import lib
 from .errors import DeviceError, DtypeError, ShapeError, check
 
@@ -17,6 +18,7 @@ def kv_pack(rows, kv_format, block_size):
     kv_format: bf16 -> uint16 [N/bs, bs, 512], fp8 -> uint8 [N/bs, bs, 512], fp8_ds_mla ->
     uint8 [N/bs, block_bytes] (E4M3 saturating round-to-nearest; UE8M0 tile scales)."""
     rows = np.ascontiguousarray(rows, dtype=np.float32)
+    block_size = int32("block_size", block_size)
     if rows.ndim != 2 or rows.shape[1] != _abi.HEAD_DIM:
         raise ShapeError(f"rows: shape {list(rows.shape)}; expected [N, {_abi.HEAD_DIM}]")
     if block_size < 1 or rows.shape[0] % block_size:

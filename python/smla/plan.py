@@ -5,6 +5,7 @@ import numpy as np
 
 from . import _abi
 from ._arrays import Arg, int32_view, on_device, stream_handle, torch_module
+from ._integers import int32
 from ._library import Context, lib
 from .errors import DeviceError, DtypeError, ShapeError, StrideError, ValueRangeError
 
@@ -59,7 +60,9 @@ class Plan:
         self.device = device_index(device)
         with on_device(self.device):
             self._ctx = Context()
-            capacity = _abi.PlanCapacity(max_tokens, max_requests, max_segments)
+            capacity = _abi.PlanCapacity(int32("max_tokens", max_tokens),
+                                         int32("max_requests", max_requests),
+                                         int32("max_segments", max_segments))
             memory = _abi.MEMORY_HOST if self.device is None else _abi.MEMORY_DEVICE
             handle = ctypes.c_void_p()
             self._ctx.check(lib.smla_plan_create(self._ctx.handle, ctypes.byref(capacity),
@@ -99,33 +102,36 @@ class Plan:
             arg.expect_ndim(1)
             if arg.strides[0] != 1:
                 raise StrideError(f"{arg.name}: must be contiguous")
-        requests = lens.shape[0] if num_requests is None else num_requests
+        requests = lens.shape[0] if num_requests is None else int32("num_requests",
+                                                                      num_requests)
         if requests > lens.shape[0]:
             raise ShapeError(f"seq_lens: {lens.shape[0]} entries but num_requests is "
                              f"{requests}")
         if qsl.shape[0] < requests + 1:
             raise ShapeError(f"query_start_loc_cpu: {qsl.shape[0]} entries; {requests} "
                              f"requests need {requests + 1}")
-        if cap is not None and cap < 0:
+        if cap is not None and int32("cap", cap) < 0:
             raise ValueRangeError(f"cap: {cap}; expected None (default), 0 (off) or > 0")
-        batch = _abi.Batch(requests, qsl.ptr, lens.ptr, decode_threshold,
+        batch = _abi.Batch(requests, qsl.ptr, lens.ptr,
+                           int32("decode_threshold", decode_threshold),
                            query_dtype_code(query_dtype),
                            _abi.SEGMENT_CAP_DEFAULT if cap is None else cap)
         with on_device(self.device):
-            status = lib.smla_plan_build(self._live_handle(), ctypes.byref(batch),
+            status = lib.smla_plan_build(self.live_handle(), ctypes.byref(batch),
                                          stream_handle(self.device, stream))
         self._ctx.check(status)
         self._seq_lens = seq_lens
         return self
 
-    def _live_handle(self):
+    def live_handle(self):
+        """The smla_plan handle; ValueRangeError once the plan is closed."""
         if not self.handle:
-            raise ValueRangeError("plan: it has been closed")
+            raise ValueRangeError("plan: it has been closed (Plan.close); make a new one")
         return self.handle
 
     def _view(self):
         view = _abi.PlanView()
-        self._ctx.check(lib.smla_plan_get_view(self._live_handle(), ctypes.byref(view)))
+        self._ctx.check(lib.smla_plan_get_view(self.live_handle(), ctypes.byref(view)))
         return view
 
     def _array(self, field, count, host=False):

@@ -35,6 +35,16 @@ def ds_mla_case(rng):
     return cases.small_case(rng, "fp8_ds_mla")
 
 
+def plan_instead_of_positions(k, close=False, build=True):
+    """Changes that position k's tokens by a host plan (closed, or never built)."""
+    plan = smla.Plan(len(k["q"]), len(k["seq_lens"]))
+    if build:
+        plan.build(k["cu_seqlens_q"], k["seq_lens"], 1, "bf16")
+    if close:
+        plan.close()
+    return dict(cu_seqlens_q=None, seq_lens=None, plan=plan)
+
+
 BAD_ARGUMENTS = [  # (argument changes from a valid bf16 call, exception, message part)
     (lambda k: dict(q=k["q"].tolist()), smla.DtypeError, "q: expected a torch.Tensor"),
     (lambda k: dict(q=k["q"].astype(np.float32)), smla.DtypeError, "q: dtype float32"),
@@ -99,6 +109,15 @@ BAD_ARGUMENTS = [  # (argument changes from a valid bf16 call, exception, messag
     (lambda k: dict(bmm1_scale=np.ones(2)), smla.ShapeError, "bmm1_scale: an array of 2"),
     (lambda k: dict(bmm2_scale=float("inf")), smla.ValueRangeError, "bmm2_scale is inf"),
     (lambda k: dict(window=-1), smla.ValueRangeError, "window is -1"),
+    (lambda k: dict(window=2**32 + 128), smla.ValueRangeError,
+     "window: 4294967424 does not fit a 32-bit integer"),
+    (lambda k: dict(window=128.0), smla.DtypeError, "window: expected an integer, got float"),
+    (lambda k: dict(cu_seqlens_q=None, seq_lens=None, plan="plan"), smla.DtypeError,
+     "plan: expected an smla.Plan, got str"),
+    (lambda k: plan_instead_of_positions(k, close=True), smla.ValueRangeError,
+     "plan: it has been closed"),
+    (lambda k: plan_instead_of_positions(k, build=False), smla.ValueRangeError,
+     "plan: it has never been built"),
     (lambda k: dict(split="half"), smla.ValueRangeError, "split: 'half'"),
     (lambda k: dict(out=np.zeros((6, 8, 512), np.float32)), smla.DtypeError,
      "out: dtype float32"),
@@ -117,6 +136,8 @@ BAD_ARGUMENTS = [  # (argument changes from a valid bf16 call, exception, messag
 ]
 
 DS_MLA_ARGUMENTS = [  # (changes from a valid fp8_ds_mla call, exception, message part)
+    (lambda k: dict(block_size=2**32 + 16), smla.ValueRangeError,
+     "block_size: 4294967312 does not fit a 32-bit integer"),
     (lambda k: dict(block_size=None), smla.ShapeError, "swa_cache: a [num_blocks, block_bytes] "
      "fp8_ds_mla cache needs block_size"),
     (lambda k: dict(swa_cache=k["swa_cache"][:, :9000]), smla.ShapeError,

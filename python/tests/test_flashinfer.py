@@ -1,11 +1,14 @@
 """trtllm_batch_decode_sparse_mla_dsv4 (FlashInfer's signature) against sparse_mla on the
 same data: varlen and dense queries, HND / NHD / 3-D caches, sparse_topk_lens counting the
 128 window columns, the workspace scratch, and its argument checks."""
+import runpy
+
 import numpy as np
 import pytest
 
 import cases
 import smla
+from conftest import REPO
 from smla.flashinfer import SWA_COLUMNS
 
 I32 = np.int32
@@ -48,6 +51,20 @@ def expected(b):
         extra_lens=np.maximum(lens - SWA_COLUMNS, 0).astype(I32),
         cu_seqlens_q=b["cum_seq_lens_q"], seq_lens=b["seq_lens"], sinks=b["sinks"],
         bmm1_scale=b["bmm1_scale"], bmm2_scale=b["bmm2_scale"], window=SWA_COLUMNS)
+
+
+def test_the_example():
+    """examples/flashinfer_decode.py runs and computes what sparse_mla computes."""
+    example = runpy.run_path(str(REPO / "examples" / "flashinfer_decode.py"))
+    b = {name: example[name] for name in ("sparse_indices", "sparse_topk_lens", "seq_lens",
+                                          "sinks")}
+    batch, q_len = example["query"].shape[:2]
+    b.update(query=example["query"].reshape(batch * q_len, HEADS, smla.HEAD_DIM),
+             swa_kv_cache=example["swa_kv_cache"][:, 0],
+             compressed_kv_cache=example["compressed_kv_cache"][:, 0],
+             cum_seq_lens_q=np.arange(0, (batch + 1) * q_len, q_len, dtype=I32),
+             bmm1_scale=512 ** -0.5, bmm2_scale=1.0)
+    assert cases.same_bits(example["out"].reshape(b["query"].shape), expected(b))
 
 
 @pytest.mark.parametrize("kv_format,q_dtype", [("fp8", "fp8"), ("bf16", "bf16"),

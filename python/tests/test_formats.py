@@ -52,6 +52,10 @@ def test_format_errors():
         smla.kv_pack(np.zeros((5, 512)), "bf16", 2)
     with pytest.raises(smla.KvFormatError, match="kv_format: 'fp4'"):
         smla.kv_pack(np.zeros((4, 512)), "fp4", 1)
+    with pytest.raises(smla.ValueRangeError, match="block_size: 4294967297 does not fit"):
+        smla.kv_pack(np.zeros((0, 512)), "fp8_ds_mla", 2**32 + 1)  # not a block of 1
+    with pytest.raises(smla.ValueRangeError, match="block_size: 4294967297 does not fit"):
+        smla.kv_unpack(np.zeros((1, 1152), np.uint8), "fp8_ds_mla", 2**32 + 1)
     with pytest.raises(smla.DtypeError, match="dtype: 'fp16'"):
         smla.quantize(np.zeros(512), "fp16")
     with pytest.raises(smla.ShapeError, match="the last dimension must be 512"):

@@ -105,6 +105,11 @@ BAD_BUILDS = [  # (changes to build's arguments, exception, message part)
     (dict(num_requests=3), smla.ShapeError, "seq_lens: 2 entries but num_requests is 3"),
     (dict(query_dtype="int8"), smla.DtypeError, "query_dtype"),
     (dict(cap=-2), smla.ValueRangeError, "cap: -2"),
+    (dict(cap=2**32 + 1), smla.ValueRangeError, "cap: 4294967297 does not fit a 32-bit"),
+    (dict(cap=2.5), smla.DtypeError, "cap: expected an integer, got float"),
+    (dict(decode_threshold=2**31), smla.ValueRangeError,
+     "decode_threshold: 2147483648 does not fit"),
+    (dict(num_requests=1 - 2**32), smla.ValueRangeError, "num_requests: -4294967295"),
     (dict(decode_threshold=-1), smla.ValueRangeError, "decode_threshold must be >= 0"),
     (dict(query_start_loc_cpu=np.array([1, 2, 3], I32)), smla.ValueRangeError,
      "query_start_loc[0] must be 0"),
@@ -141,6 +146,12 @@ def test_bad_plans():
         smla.Plan(4, 4, max_segments=-1)
     with pytest.raises(smla.DeviceError, match="device: 'tpu'"):
         smla.Plan(4, 4, device="tpu")
+    with pytest.raises(smla.ValueRangeError, match="max_tokens: 4294967360 does not fit"):
+        smla.Plan(max_tokens=2**32 + 64, max_requests=4)
+    with pytest.raises(smla.ValueRangeError, match="max_requests: -4294967295"):
+        smla.Plan(4, 1 - 2**32)
+    with pytest.raises(smla.ValueRangeError, match="max_segments: 2147483648"):
+        smla.Plan(4, 4, max_segments=2**31)
     plan = smla.Plan(4, 4)
     plan.close()
     with pytest.raises(smla.ValueRangeError, match="closed"):

@@ -1,5 +1,5 @@
 // Per-CTA timestamps of a kernel's phases, for finding where a CTA's fixed cost goes
-// (PERF.md: ~5 us per fp8m CTA besides its tiles). Compiled in only with the CMake option
+// (docs/perf/LOG.md: ~5 us per fp8m CTA besides its tiles). Compiled in only with the CMake option
 // SMLA_TIMELINE (a diagnostic build: each launch then clears the marks and, when
 // SMLA_TIMELINE_DIR is set, waits for the kernel and writes them out; see launch.cu).
 // Marks 0-12 and 16-18 are clock64() on the CTA's SM; 13-15 the SM id and %globaltimer at

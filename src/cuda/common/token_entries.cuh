@@ -160,7 +160,7 @@ __device__ inline bool token_is_split(const AttentionParams &p, int64_t t)
 // for their token). kChain: the position through the plan's arrays, then the lens, one
 // load after another, as before v30. fp8m's walking producer looks the next item up
 // beside its copies in 56 registers: with kOneTrip it spilled in its copy loop (-4.8% on
-// prefill), and variants of it moved its spills and cost ~1% (PERF.md, session 10);
+// prefill), and variants of it moved its spills and cost ~1% (docs/perf/LOG.md, session 10);
 // with kChain its SASS is that of before v30.
 enum class Lookup { kOneTrip, kChain };
 

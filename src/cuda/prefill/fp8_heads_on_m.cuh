@@ -31,7 +31,7 @@
 // consumers' last S of the item before is done, and copies its first pair of tiles while
 // they finish that item's last pair and epilogue (which keeps O in registers, so the last
 // pair's V^T is freed as any other's). Walking costs decode batches (one or two items per
-// CTA) 1-5% (PERF.md, v21), hence the two forms rather than a runtime branch, whose code
+// CTA) 1-5% (docs/perf/LOG.md, v21), hence the two forms rather than a runtime branch, whose code
 // cost registers (v21b).
 //
 // Every 64- or 128-head FP8 problem takes this kernel, whatever the batch, and each head's
