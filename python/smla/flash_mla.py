@@ -257,9 +257,9 @@ def flash_mla_with_kvcache(q, k_cache, block_table, cache_seqlens, head_dim_v,
         extra_cache, extra_block_size = _model1_cache("extra_k_cache", extra_k_cache, qa)
         extra_topk = _checked("extra_indices_in_kvcache", extra_indices_in_kvcache, qa, I32,
                               (b, s_q, None), "[b, s_q, extra_topk]").shape[2]
+        extra_rows = _readable(extra_indices_in_kvcache, (tokens, extra_topk), 1)
         extra = dict(extra_cache=extra_cache, extra_block_size=extra_block_size,
-                     extra_indices=_readable(extra_indices_in_kvcache, (tokens, extra_topk), 1),
-                     extra_lens=_per_token(extra_topk_length, s_q))
+                     extra_indices=extra_rows, extra_lens=_per_token(extra_topk_length, s_q))
     scale = HEAD_DIM ** -0.5 if softmax_scale is None else _scale(softmax_scale,
                                                                   "softmax_scale")
 

@@ -91,8 +91,8 @@ def prefill_case(rng, s_q=7, s_kv=50, topk=24, heads=HEADS, sink=True, lengths=T
 def prefill_as_sparse_mla(a):
     """The sparse_mla arguments of a prefill: one index set, no positions (q contiguous:
     sparse_mla reads its heads 512 apart)."""
-    return dict(q=np.ascontiguousarray(a["q"]), swa_cache=a["kv"], swa_indices=a["indices"][:, 0],
-                swa_lens=a["topk_length"], sinks=a["attn_sink"], bmm1_scale=a["sm_scale"],
+    return dict(q=np.ascontiguousarray(a["q"]), swa_cache=a["kv"],
+                swa_indices=a["indices"][:, 0], swa_lens=a["topk_length"], sinks=a["attn_sink"], bmm1_scale=a["sm_scale"],
                 kv_format="bf16")
 
 
@@ -194,8 +194,8 @@ def decode_as_sparse_mla(a, caches):
         lens = a.get(name)
         return None if lens is None else np.repeat(lens, s_q)
 
-    kwargs = dict(q=np.ascontiguousarray(a["q"]).reshape(tokens, -1, 512), swa_cache=caches["swa"],
-                  swa_indices=a["indices"].reshape(tokens, -1),
+    kwargs = dict(q=np.ascontiguousarray(a["q"]).reshape(tokens, -1, 512),
+                  swa_cache=caches["swa"], swa_indices=a["indices"].reshape(tokens, -1),
                   swa_lens=per_token("topk_length"), sinks=a["attn_sink"],
                   bmm1_scale=a["softmax_scale"], kv_format="fp8_ds_mla",
                   block_size=a["k_cache"].shape[1])
