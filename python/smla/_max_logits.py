@@ -39,7 +39,8 @@ def fill_max_logits(out, q, kv, indices, lens, scale):
             valid &= columns[None, :] < lens[start:start + step, None]
         safe = ids * valid  # invalid ids read row 0, then masked
         rows = _float64(kv[safe.long() if torch is not None else safe])
-        logits = _float64(q[start:start + step]) @ rows.swapaxes(-1, -2) * scale
+        einsum = np.einsum if torch is None else torch.einsum  # NumPy's: far faster than @
+        logits = einsum("thd,tjd->thj", _float64(q[start:start + step]), rows) * scale
         hidden = ~valid[:, None, :]
         if torch is not None:
             logits.masked_fill_(hidden, float("-inf"))

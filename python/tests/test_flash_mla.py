@@ -302,6 +302,8 @@ BAD_PREFILL = [  # (changes, exception, message part)
      "kv: shape [50, 2, 512], expected [s_kv, h_kv, d_qk] = [*, 1, 512]"),
     (lambda a: dict(kv=np.zeros((50, 1, 512), np.uint8)), smla.DtypeError, "kv: dtype uint8"),
     (lambda a: dict(kv=a["kv"][:, :, ::2]), smla.ShapeError, "kv: shape [50, 1, 256]"),
+    (lambda a: dict(kv=np.repeat(a["kv"], 2, axis=2)[:, :, ::2]), smla.StrideError,
+     "kv: strides [1024, 512, 2]; the values of a row must be contiguous"),
     (lambda a: dict(indices=a["indices"][:, 0]), smla.ShapeError,
      "indices: shape [7, 24], expected [s_q, h_kv, topk] = [7, 1, *]"),
     (lambda a: dict(indices=a["indices"].astype(np.int64)), smla.DtypeError,
