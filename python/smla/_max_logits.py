@@ -26,7 +26,7 @@ def fill_max_logits(out, q, kv, indices, lens, scale):
     or torch alike), where token t attends to the valid ids (0 <= id < N) among the first
     lens[t] (all without lens) of indices[t]; out starts as -inf."""
     tokens, width = indices.shape
-    if width == 0:
+    if width == 0 or kv.shape[0] == 0:  # no valid entry anywhere
         return
     torch = torch_module() if is_torch(q) else None
     columns = (torch.arange(width, device=indices.device) if torch is not None
@@ -39,7 +39,7 @@ def fill_max_logits(out, q, kv, indices, lens, scale):
             valid &= columns[None, :] < lens[start:start + step, None]
         safe = ids * valid  # invalid ids read row 0, then masked
         rows = _float64(kv[safe.long() if torch is not None else safe])
-        einsum = np.einsum if torch is None else torch.einsum  # NumPy's: far faster than @
+        einsum = np.einsum if torch is None else torch.einsum  # (NumPy's @ is far slower)
         logits = einsum("thd,tjd->thj", _float64(q[start:start + step]), rows) * scale
         hidden = ~valid[:, None, :]
         if torch is not None:

@@ -129,6 +129,12 @@ def test_sparse_fwd_layouts_give_the_same_bits(rng):
         assert all(cases.same_bits(g, w) for g, w in zip(got, want))
 
 
+def test_sparse_fwd_empty_kv(rng):
+    a = prefill_case(rng)
+    out, max_logits, lse = flash_mla_sparse_fwd(**dict(a, kv=a["kv"][:0]))
+    assert np.all(out == 0) and np.all(np.isneginf(max_logits)) and np.all(np.isposinf(lse))
+
+
 def test_sparse_fwd_without_max_logits(rng):
     a = prefill_case(rng)
     out, max_logits, lse = flash_mla_sparse_fwd(**a, return_max_logits=False)
