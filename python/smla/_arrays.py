@@ -183,14 +183,15 @@ def kv_format_code(name):
     return KV_FORMATS[name]
 
 
-def kv_pool(arg, kv_format=None, block_size=None):
+def kv_pool(arg, kv_format=None, block_size=None, size_name="block_size"):
     """The smla_kv_pool over a cache Arg.
 
     bf16 and fp8 caches are [num_blocks, block_size, 512] (BF16; FP8 or uint8 E4M3 bits)
     with contiguous token rows; fp8_ds_mla caches are [num_blocks, block_bytes] uint8 and
-    need block_size. kv_format, when given ("bf16", "fp8", "fp8_ds_mla"), must agree."""
+    need block_size. kv_format, when given ("bf16", "fp8", "fp8_ds_mla"), must agree.
+    size_name is what messages call block_size."""
     if block_size is not None:
-        block_size = int32("block_size", block_size)
+        block_size = int32(size_name, block_size)
     if arg.ndim == 3:
         dtype = arg.expect_dtype(_abi.DTYPE_BF16, _abi.DTYPE_FP8_E4M3)
         inferred = "bf16" if dtype == _abi.DTYPE_BF16 else "fp8"
@@ -198,7 +199,7 @@ def kv_pool(arg, kv_format=None, block_size=None):
             raise ShapeError(f"{arg.name}: shape {list(arg.shape)}; the last dimension must "
                              f"be {_abi.HEAD_DIM}")
         if block_size is not None and block_size != arg.shape[1]:
-            raise ShapeError(f"{arg.name}: block_size {block_size} given but the cache has "
+            raise ShapeError(f"{arg.name}: {size_name} {block_size} given but the cache has "
                              f"{arg.shape[1]} tokens per block")
         num_blocks, size = arg.shape[0], arg.shape[1]
         if arg.strides[1] != _abi.HEAD_DIM or arg.strides[2] != 1:
@@ -210,13 +211,13 @@ def kv_pool(arg, kv_format=None, block_size=None):
         inferred = "fp8_ds_mla"
         if block_size is None:
             raise ShapeError(f"{arg.name}: a [num_blocks, block_bytes] fp8_ds_mla cache "
-                             "needs block_size")
+                             f"needs {size_name}")
         num_blocks, size = arg.shape[0], block_size
         if arg.strides[1] != 1:
             raise StrideError(f"{arg.name}: the bytes of a block must be contiguous")
         needed = lib.smla_kv_block_bytes(_abi.KV_FP8_DS_MLA, size)
         if needed > 0 and arg.shape[1] < needed:
-            raise ShapeError(f"{arg.name}: {arg.shape[1]} bytes per block; block_size {size} "
+            raise ShapeError(f"{arg.name}: {arg.shape[1]} bytes per block; {size_name} {size} "
                              f"in fp8_ds_mla needs {needed}")
         stride_bytes = arg.strides[0]
     else:

@@ -39,8 +39,8 @@ def host_float(value, name):
 def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=None,
                swa_lens=None, extra_lens=None, cu_seqlens_q=None, seq_lens=None, plan=None,
                sinks=None, bmm1_scale, bmm2_scale=1.0, kv_format=None, block_size=None,
-               window=_abi.DEFAULT_WINDOW, out=None, lse=None, return_lse=False,
-               split="auto", stream=None):
+               extra_block_size=None, window=_abi.DEFAULT_WINDOW, out=None, lse=None,
+               return_lse=False, split="auto", stream=None):
     """Sparse MLA attention (DESIGN section 2); returns out, or (out, lse) with return_lse.
 
     Every array is a NumPy array (host) or a PyTorch tensor (CPU or CUDA), all in one place;
@@ -50,6 +50,8 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
     swa_cache    the SWA pool: [num_blocks, block_size, 512] BF16 ("bf16") or FP8 E4M3
                  ("fp8"), or [num_blocks, block_bytes] uint8 ("fp8_ds_mla", give
                  block_size). extra_cache: the compressed pool, same rules.
+    block_size   tokens per block of swa_cache (needed for fp8_ds_mla; checked against the
+                 shape otherwise); extra_block_size: of extra_cache, block_size when None.
     swa_indices  [T, Wswa] int32 slot ids (slot s: row s % block_size of block
                  s // block_size); ids < 0 or past the pool are skipped. Row stride free,
                  so the engine layout [window | extra] is one buffer sliced twice.
@@ -93,8 +95,11 @@ def sparse_mla(q, swa_cache, swa_indices, *, extra_cache=None, extra_indices=Non
     if extra_cache is not None:
         if extra_indices is None:
             raise NullPointerError("extra_cache given without extra_indices")
-        args.extra = kv_pool(required_arg("extra_cache", extra_cache, qa), kv_format,
-                             block_size)
+        extra = required_arg("extra_cache", extra_cache, qa)
+        if extra_block_size is None:
+            args.extra = kv_pool(extra, kv_format, block_size)
+        else:
+            args.extra = kv_pool(extra, kv_format, extra_block_size, "extra_block_size")
         args.extra_indices = tensor_of(required_arg("extra_indices", extra_indices, qa), I32)
     args.swa_lens = tensor_of(optional_arg("swa_lens", swa_lens, qa), I32)
     args.extra_lens = tensor_of(optional_arg("extra_lens", extra_lens, qa), I32)

@@ -13,3 +13,8 @@ spec.loader.exec_module(engine_loop)
 def test_engine_loop_on_the_host(rng):
     engine_loop.run_engine_loop(engine_loop.HostRunner, steps=3,
                                 seed=int(rng.integers(2**32)))
+
+
+def test_flash_mla_engine_loop_on_the_host(rng):
+    engine_loop.run_engine_loop(engine_loop.FlashMlaRunner, steps=3,
+                                seed=int(rng.integers(2**32)))

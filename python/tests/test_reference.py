@@ -30,18 +30,24 @@ def run(kwargs, **changes):
 def test_small_case_matches_oracle(rng, tmp_path, kv_format):
     kwargs = cases.small_case(rng, kv_format, q_dtype="fp8")
     out, lse = run(kwargs)
-    tensors = [("q", "F8_E4M3", kwargs["q"])]
-    cache_dtype = {"bf16": "BF16", "fp8": "F8_E4M3", "fp8_ds_mla": "U8"}[kv_format]
-    for name in ("swa_cache", "extra_cache"):
-        tensors.append((name, cache_dtype, kwargs[name]))
-    for name in ("swa_indices", "extra_indices", "swa_lens", "extra_lens", "cu_seqlens_q",
-                 "seq_lens"):
-        tensors.append((name, "I32", kwargs[name]))
-    tensors.append(("sinks", "F32", kwargs["sinks"]))
-    metadata = {"kv_format": kv_format, "bmm1_scale": repr(kwargs["bmm1_scale"]),
-                "block_size": "16"}
-    assert not cases.oracle_failures(tmp_path, tensors, metadata, out, lse)
+    assert not cases.oracle_failures(tmp_path, *cases.oracle_problem(kwargs), out, lse)
     assert np.any(out != 0)  # the case computes something
+
+
+@pytest.mark.parametrize("kv_format", FORMATS)
+@pytest.mark.parametrize("block_size,extra_block_size", [(256, 64), (64, 2), (3, 17)])
+def test_pools_with_their_own_block_sizes(rng, tmp_path, kv_format, block_size,
+                                          extra_block_size):
+    """Each pool is paged at its own size (FlashMLA's MODEL1: SWA 256, compressed 64 or 2):
+    fp8_ds_mla takes extra_block_size, bf16 / fp8 read it from the cache's shape."""
+    kwargs = cases.small_case(rng, kv_format, q_dtype="fp8", tokens=9,
+                              block_size=block_size, extra_block_size=extra_block_size)
+    out, lse = run(kwargs)
+    assert not cases.oracle_failures(tmp_path, *cases.oracle_problem(kwargs), out, lse)
+    assert np.any(out != 0)
+    if kv_format != "fp8_ds_mla":  # sizes given for bf16 / fp8 must agree with the shapes
+        given = run(kwargs, block_size=block_size, extra_block_size=extra_block_size)
+        assert cases.same_bits(given[0], out) and cases.same_bits(given[1], lse)
 
 
 def padded_blocks(cache, kv_format):

@@ -102,3 +102,47 @@ def test_device_plan_needs_a_gpu():
         pytest.skip("a GPU is present: the GPU suite covers device plans")
     with pytest.raises((smla.BackendError, RuntimeError)):
         smla.Plan(4, 2, device="cuda:0")
+
+
+def flash_mla_tensors(arguments):
+    """FlashMLA call arguments (NumPy) as the tensors an engine holds, strides kept: q and
+    kv bfloat16, MODEL1 caches float8_e4m3fn."""
+    views = {"q": torch.bfloat16, "kv": torch.bfloat16, "k_cache": torch.float8_e4m3fn,
+             "extra_k_cache": torch.float8_e4m3fn}
+    tensors = {}
+    for name, value in arguments.items():
+        if isinstance(value, np.ndarray):
+            value = torch.from_numpy(value)
+            if name in views:
+                value = value.view(views[name])
+        tensors[name] = value
+    return tensors
+
+
+def test_flash_mla_sparse_fwd_with_tensors(rng):
+    from test_flash_mla import prefill_case
+    arguments = prefill_case(rng)
+    want = smla.flash_mla.flash_mla_sparse_fwd(**arguments)
+    out, max_logits, lse = smla.flash_mla.flash_mla_sparse_fwd(**flash_mla_tensors(arguments))
+    assert out.dtype == torch.bfloat16 and max_logits.dtype == lse.dtype == torch.float32
+    assert cases.same_bits(bits(out), want[0])
+    assert cases.same_bits(max_logits.numpy(), want[1]) and cases.same_bits(lse.numpy(), want[2])
+
+
+@pytest.mark.parametrize("s_q", [1, 2])
+def test_flash_mla_with_kvcache_with_tensors(rng, s_q):
+    """The MODEL1 caches as FlashMLA's views of [num_blocks, block_bytes] tensors (whose
+    storage holds the last block's padding, as an engine's cache pool does)."""
+    from test_flash_mla import decode_case, model1_view
+    arguments, caches = decode_case(rng, s_q=s_q, block_size=256, extra_block_size=64)
+    want_out, want_lse = smla.flash_mla.flash_mla_with_kvcache(**arguments)
+    tensors = flash_mla_tensors(arguments)
+    with pytest.raises(smla.ShapeError, match="k_cache: its storage ends inside the padding"):
+        smla.flash_mla.flash_mla_with_kvcache(**tensors)  # from_numpy of the view: no padding
+    for name, pool in (("k_cache", "swa"), ("extra_k_cache", "extra")):
+        tensors[name] = model1_view(torch.from_numpy(caches[pool]),
+                                    arguments[name].shape[1]).view(torch.float8_e4m3fn)
+    out, lse = smla.flash_mla.flash_mla_with_kvcache(**tensors)
+    assert out.shape == want_out.shape and lse.shape == want_lse.shape
+    assert lse.stride() == tuple(s // 4 for s in want_lse.strides)
+    assert cases.same_bits(bits(out), want_out) and cases.same_bits(lse.numpy(), want_lse)

@@ -10,6 +10,12 @@ CPU reference (DESIGN section 8's limits for the query dtype; FP8: rel. Frobeniu
 out <= 3e-2, |lse error| <= 1e-2), rows past the batch must stay untouched, and the plan's
 segments must be DESIGN section 4's.
 
+The same loop runs through smla.flash_mla as an engine written for FlashMLA drives it
+(BF16 queries, MODEL1 fp8_ds_mla caches paged at 256 and 2 tokens): the decode tokens as
+one-token requests of flash_mla_with_kvcache captured once in a CUDA graph, the prefill
+tokens through flash_mla_sparse_fwd over a BF16 copy of both caches; checked against the
+same reference.
+
 Needs PyTorch and a GPU: scripts/gpu-check.sh runs
     PYTHONPATH=python SMLA_LIBRARY=build-gpu/libsmla.so python3 -m pytest -q tests/gpu/test_python_engine_loop.py
 The host half (workload, plan rebuilds, reference check) also runs on the CPU in
@@ -34,43 +40,48 @@ STEPS = 20
 REQUESTS = [(48, 0, 260), (1, 300, 300), (2, 5, 5), (1, 1000, 1000), (2, 90, 90),
             (200, 130, 10**6), (97, 2000, 10**6)]
 BMM1_SCALE = 512 ** -0.5
-Q_DTYPE = "fp8_e4m3"     # the queries (smla.quantize's name)
-# DESIGN section 8, per query dtype: (out rel. Frobenius error, |lse error|) limits
+# DESIGN section 8, per query dtype (smla.quantize's names): (out rel. Frobenius error,
+# |lse error|) limits
 LIMITS = {"fp8_e4m3": (3e-2, 1e-2), "bf16": (4e-3, 1e-3)}
-OUT_REL_FROBENIUS, LSE_ABS = LIMITS[Q_DTYPE]
 OUT_POISON = 0x7FC0     # BF16 NaN
 
 
-class Workload:
-    """The engine's state: paged caches (random contents, fixed), block tables, prefixes,
-    and each step's batch: queries, index rows, lens, query starts and sequence lengths."""
+FP8_WORKLOAD = dict(kv_format="fp8", q_dtype="fp8_e4m3", block_sizes=(BLOCK, BLOCK))
 
-    def __init__(self, rng, requests, steps):
+
+class Workload:
+    """The engine's state: paged caches (random contents, fixed; kv_format, each pool with
+    its own block size), block tables, prefixes, and each step's batch: queries (q_dtype),
+    index rows, lens, query starts and sequence lengths."""
+
+    def __init__(self, rng, requests, steps, kv_format, q_dtype, block_sizes):
         self.rng = rng
+        self.kv_format, self.q_dtype = kv_format, q_dtype
+        self.swa_block, self.extra_block = block_sizes
         self.chunks = np.array([c for c, _, _ in requests])
         self.prefixes = np.array([p for _, p, _ in requests])
         self.prompts = np.array([n for _, _, n in requests])
         self.longest = np.maximum(self.chunks + self.chunks // 4, DECODE_THRESHOLD)
         self.rows = int(self.longest.sum()) + PADDING_ROWS
         last = self.prefixes + steps * self.longest  # positions the last step may reach
-        self.swa_table = self._block_tables(last)
-        self.extra_table = self._block_tables(last // COMPRESS_RATIO + 1)
-        self.swa_cache = self._cache(self.swa_table)
-        self.extra_cache = self._cache(self.extra_table)
+        self.swa_table = self._block_tables(last, self.swa_block)
+        self.extra_table = self._block_tables(last // COMPRESS_RATIO + 1, self.extra_block)
+        self.swa_cache = self._cache(self.swa_table, self.swa_block)
+        self.extra_cache = self._cache(self.extra_table, self.extra_block)
 
-    def _block_tables(self, lengths):
+    def _block_tables(self, lengths, block):
         """Per request, the shuffled physical blocks that hold its positions."""
-        counts = -(-lengths // BLOCK)
+        counts = -(-lengths // block)
         blocks = self.rng.permutation(int(counts.sum()))
         return np.split(blocks, np.cumsum(counts)[:-1])
 
-    def _cache(self, tables):
-        rows = sum(len(t) for t in tables) * BLOCK
-        return smla.kv_pack(self.rng.normal(size=(rows, smla.HEAD_DIM)), "fp8", BLOCK)
+    def _cache(self, tables, block):
+        rows = sum(len(t) for t in tables) * block
+        return smla.kv_pack(self.rng.normal(size=(rows, smla.HEAD_DIM)), self.kv_format, block)
 
     @staticmethod
-    def _slots(table, positions):
-        return table[positions // BLOCK] * BLOCK + positions % BLOCK
+    def _slots(table, positions, block):
+        return table[positions // block] * block + positions % block
 
     def _query_lens(self):
         """This step's query length of every request (prefills: a chunk of the prompt)."""
@@ -96,13 +107,15 @@ class Workload:
             for t in range(start, end):
                 position = seq_lens[b] - (end - start) + (t - start)
                 window = np.arange(max(0, position - WINDOW + 1), position + 1)
-                indices[t, :len(window)] = self._slots(self.swa_table[r], window)
+                indices[t, :len(window)] = self._slots(self.swa_table[r], window,
+                                                       self.swa_block)
                 available = (position + 1) // COMPRESS_RATIO
                 picked = self.rng.choice(available, min(TOPK, available), replace=False)
-                indices[t, WINDOW:WINDOW + len(picked)] = self._slots(self.extra_table[r], picked)
+                indices[t, WINDOW:WINDOW + len(picked)] = self._slots(self.extra_table[r],
+                                                                      picked, self.extra_block)
                 extra_lens[t] = max(0, len(picked) - int(self.rng.integers(0, 3)))
         self.prefixes[order] += q_lens
-        q = smla.quantize(self.rng.normal(size=(tokens, HEADS, smla.HEAD_DIM)), Q_DTYPE)
+        q = smla.quantize(self.rng.normal(size=(tokens, HEADS, smla.HEAD_DIM)), self.q_dtype)
         return dict(q=q, indices=indices, extra_lens=extra_lens, seq_lens=seq_lens,
                     query_start_loc=query_start_loc, tokens=tokens)
 
@@ -113,7 +126,7 @@ class Workload:
             extra_cache=self.extra_cache, extra_indices=batch["indices"][:, WINDOW:],
             extra_lens=batch["extra_lens"], cu_seqlens_q=batch["query_start_loc"],
             seq_lens=batch["seq_lens"], sinks=sinks, bmm1_scale=BMM1_SCALE, window=WINDOW,
-            return_lse=True)
+            block_size=self.swa_block, extra_block_size=self.extra_block, return_lse=True)
 
 
 def bf16_values(bits):
@@ -132,19 +145,21 @@ def planned_segments(batch):
     return segments
 
 
-def check_step(step, batch, plan_segments, out_bits, lse, want_bits, want_lse):
-    """Compares one step's result with the reference; raises AssertionError."""
+def check_step(step, batch, q_dtype, plan_segments, out_bits, lse, want_bits, want_lse):
+    """Compares one step's result with the reference, within the limits of q_dtype (and
+    the plan's segments, unless None); raises AssertionError."""
+    out_limit, lse_limit = LIMITS[q_dtype]
     n = batch["tokens"]
     got, want = bf16_values(out_bits[:n]), bf16_values(want_bits)
     error = np.linalg.norm(got - want) / np.linalg.norm(want)
-    assert error <= OUT_REL_FROBENIUS, f"step {step}: out rel. Frobenius error {error:.3g}"
+    assert error <= out_limit, f"step {step}: out rel. Frobenius error {error:.3g}"
     finite = np.isfinite(want_lse)
     assert np.array_equal(np.isfinite(lse[:n]), finite), f"step {step}: lse -inf differ"
     lse_error = np.max(np.abs(lse[:n][finite] - want_lse[finite]), initial=0.0)
-    assert lse_error <= LSE_ABS, f"step {step}: lse error {lse_error:.3g}"
+    assert lse_error <= lse_limit, f"step {step}: lse error {lse_error:.3g}"
     assert np.all(out_bits[n:] == OUT_POISON) and np.all(np.isnan(lse[n:])), \
         f"step {step}: rows past the batch were written"
-    assert plan_segments == planned_segments(batch), \
+    assert plan_segments is None or plan_segments == planned_segments(batch), \
         f"step {step}: plan segments {plan_segments}"
 
 
@@ -156,6 +171,7 @@ def rows_of(array, rows, fill):
 
 class HostRunner:
     """The loop on the host: a host plan rebuilt every step, the CPU reference through it."""
+    WORKLOAD = FP8_WORKLOAD
 
     def __init__(self, workload, sinks):
         self.workload, self.sinks = workload, sinks
@@ -181,6 +197,7 @@ class HostRunner:
 class CudaRunner:
     """The loop on the GPU: static device buffers, a device plan rebuilt every step on the
     current stream, and the attention captured once in a CUDA graph and replayed."""
+    WORKLOAD = FP8_WORKLOAD
 
     def __init__(self, workload, sinks):
         import torch
@@ -235,10 +252,134 @@ class CudaRunner:
         return out, self.lse.cpu().numpy(), segments
 
 
+def model1_view(cache, block_size):
+    """FlashMLA's [num_blocks, block_size, 1, 584] view of an fp8_ds_mla cache [num_blocks,
+    block_bytes] (a NumPy array or a tensor), as its quantize_k_cache makes it."""
+    return cache[:, :block_size * 584].reshape(cache.shape[0], block_size, 1, 584)
+
+
+class FlashMlaRunner:
+    """The loop through smla.flash_mla, as an engine written for FlashMLA drives it: every
+    decode token a one-token request of flash_mla_with_kvcache (window and compressed slots
+    as two index sets with their own lengths), in a batch padded to the workload's rows
+    whose padding rows have no valid index; the prefill tokens through flash_mla_sparse_fwd
+    over a BF16 copy of both caches, one index row [window | compressed] each. On the host
+    (NumPy); CudaFlashMlaRunner runs it on the GPU."""
+    WORKLOAD = dict(kv_format="fp8_ds_mla", q_dtype="bf16", block_sizes=(256, 2))
+
+    def __init__(self, workload, sinks):
+        w = self.workload = workload
+        swa = smla.kv_unpack(w.swa_cache, "fp8_ds_mla", w.swa_block)
+        extra = smla.kv_unpack(w.extra_cache, "fp8_ds_mla", w.extra_block)
+        self.swa_rows = len(swa)
+        # BF16 holds the decoded values exactly (E4M3 times a power of two; BF16 RoPE).
+        self.staging = self.device(smla.quantize(np.concatenate([swa, extra]), "bf16")[:, None])
+        self.swa_cache = model1_view(self.device(w.swa_cache), w.swa_block)
+        self.extra_cache = model1_view(self.device(w.extra_cache), w.extra_block)
+        self.sinks = self.device(sinks)
+        self.metadata, _ = smla.flash_mla.get_mla_metadata()
+
+    def device(self, array):
+        return array
+
+    def host(self, value):
+        return value
+
+    def decode_call(self, q, indices, topk_length, extra_topk_length):
+        return smla.flash_mla.flash_mla_with_kvcache(
+            q, self.swa_cache, None, None, smla.HEAD_DIM, self.metadata,
+            softmax_scale=BMM1_SCALE, is_fp8_kvcache=True, indices=indices[..., :WINDOW],
+            attn_sink=self.sinks, extra_k_cache=self.extra_cache,
+            extra_indices_in_kvcache=indices[..., WINDOW:], topk_length=topk_length,
+            extra_topk_length=extra_topk_length)
+
+    def decode(self, inputs):
+        """(out, lse) of the padded decode batch (host arrays in, device values out)."""
+        return self.decode_call(**{k: self.device(v) for k, v in inputs.items()})
+
+    def run(self, batch):
+        w, n, indices = self.workload, batch["tokens"], batch["indices"]
+        q_lens = np.diff(batch["query_start_loc"])
+        decodes = int(batch["query_start_loc"][np.count_nonzero(q_lens <= DECODE_THRESHOLD)])
+        window_lens = np.count_nonzero(indices[:, :WINDOW] >= 0, axis=1).astype(np.int32)
+        out_dec, lse_dec = (self.host(x) for x in self.decode(dict(
+            q=rows_of(batch["q"][:decodes], w.rows, 0)[:, None],
+            indices=rows_of(indices[:decodes], w.rows, -1)[:, None],
+            topk_length=rows_of(window_lens[:decodes], w.rows, 0),
+            extra_topk_length=rows_of(batch["extra_lens"][:decodes], w.rows, 0))))
+        assert np.all(out_dec[decodes:] == 0) and np.all(np.isposinf(lse_dec[decodes:])), \
+            "decode padding rows (no valid index): FlashMLA's out 0 and lse +inf"
+
+        combined = indices[decodes:n].copy()  # compressed slots follow the SWA rows
+        combined[:, WINDOW:] += np.where(combined[:, WINDOW:] >= 0, self.swa_rows, 0)
+        extra_lens = batch["extra_lens"][decodes:n]
+        prefill = smla.flash_mla.flash_mla_sparse_fwd(
+            self.device(batch["q"][decodes:n]), self.staging, self.device(combined[:, None]),
+            BMM1_SCALE, attn_sink=self.sinks,
+            topk_length=self.device((WINDOW + extra_lens).astype(np.int32)))
+        out_pre, max_logits, lse_pre = (self.host(x) for x in prefill)
+        check_max_logits(max_logits, lse_pre, window_lens[decodes:n] + extra_lens, LIMITS[w.q_dtype][1])
+
+        out = np.full((w.rows, HEADS, smla.HEAD_DIM), OUT_POISON, np.uint16)
+        lse = np.full((w.rows, HEADS), np.nan, np.float32)
+        out[:decodes], lse[:decodes] = out_dec[:decodes, 0], lse_dec[:decodes, :, 0]
+        out[decodes:n], lse[decodes:n] = out_pre, lse_pre
+        lse[:n][np.isposinf(lse[:n])] = -np.inf  # FlashMLA's lse without entries; smla's
+        return out, lse, None
+
+
+def check_max_logits(max_logits, lse, counts, lse_limit):
+    """lse - log(count) <= max_logits <= lse (each within lse_limit) for tokens with count
+    entries (FlashMLA's lse: +inf, max_logits -inf where count is 0)."""
+    empty = counts == 0
+    assert np.all(np.isneginf(max_logits[empty])) and np.all(np.isposinf(lse[empty]))
+    bound = np.log(counts[~empty])[:, None]
+    top, low = lse[~empty], lse[~empty] - bound
+    assert np.all(max_logits[~empty] <= top + lse_limit), "max_logits above lse"
+    assert np.all(max_logits[~empty] >= low - lse_limit), "max_logits below lse - log(n)"
+
+
+class CudaFlashMlaRunner(FlashMlaRunner):
+    """FlashMlaRunner on the GPU: each step's inputs copied to the device, the decode call
+    captured once in a CUDA graph over static buffers and replayed."""
+
+    def __init__(self, workload, sinks):
+        import torch
+        self.torch, self.graph = torch, None
+        super().__init__(workload, sinks)
+
+    def device(self, array):
+        torch = self.torch
+        if array.dtype == np.uint16:  # BF16 bits
+            return torch.from_numpy(array.view(np.int16)).cuda().view(torch.bfloat16)
+        return torch.from_numpy(np.ascontiguousarray(array)).cuda()
+
+    def host(self, value):
+        if value.dtype == self.torch.bfloat16:
+            return value.view(self.torch.int16).cpu().numpy().view(np.uint16)
+        return value.cpu().numpy()
+
+    def decode(self, inputs):
+        torch = self.torch
+        if self.graph is None:  # warm up, then capture once
+            self.static = {k: self.device(v) for k, v in inputs.items()}
+            self.decode_call(**self.static)
+            torch.cuda.synchronize()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.results = self.decode_call(**self.static)
+        else:
+            for k, v in inputs.items():
+                self.static[k].copy_(self.device(v))
+        self.graph.replay()
+        torch.cuda.synchronize()
+        return self.results
+
+
 def run_engine_loop(runner_class, steps=STEPS, seed=None):
     """Runs the loop; raises AssertionError at the first step that is wrong."""
     rng = np.random.default_rng(seed)
-    workload = Workload(rng, REQUESTS, steps)
+    workload = Workload(rng, REQUESTS, steps, **runner_class.WORKLOAD)
     sinks = rng.normal(2.0, 1.0, HEADS).astype(np.float32)
     runner = runner_class(workload, sinks)
     shapes = set()
@@ -246,7 +387,7 @@ def run_engine_loop(runner_class, steps=STEPS, seed=None):
         batch = workload.step()
         out, lse, segments = runner.run(batch)
         want_out, want_lse = workload.reference(batch, sinks)
-        check_step(step, batch, segments, out, lse, want_out, want_lse)
+        check_step(step, batch, workload.q_dtype, segments, out, lse, want_out, want_lse)
         shapes.add(tuple(batch["query_start_loc"]))
     assert len(shapes) > 1, "the batch never changed shape"
 
@@ -265,11 +406,18 @@ def test_engine_loop_cuda_graph():
     run_engine_loop(CudaRunner, seed=seed)
 
 
+def test_engine_loop_flash_mla():
+    require_cuda()
+    seed = int(np.random.SeedSequence().entropy % 2**32)
+    print(f"seed {seed}")
+    run_engine_loop(CudaFlashMlaRunner, seed=seed)
+
+
 def test_flashinfer_entry_on_gpu():
     """The FlashInfer-style call on CUDA tensors agrees with the same call on the host."""
     torch = require_cuda()
     rng = np.random.default_rng()
-    workload = Workload(rng, REQUESTS[1:5], 1)  # the decodes
+    workload = Workload(rng, REQUESTS[1:5], 1, **FP8_WORKLOAD)  # the decodes
     batch = workload.step()
     lens = (batch["extra_lens"] + WINDOW).astype(np.int32)
     host = dict(query=batch["q"], swa_kv_cache=workload.swa_cache,
@@ -286,7 +434,7 @@ def test_flashinfer_entry_on_gpu():
     out = smla.trtllm_batch_decode_sparse_mla_dsv4(**dict(host, **device))
     assert out.dtype == torch.bfloat16 and out.is_cuda
     got = out.float().cpu().numpy().astype(np.float64)
-    assert np.linalg.norm(got - want) / np.linalg.norm(want) <= OUT_REL_FROBENIUS
+    assert np.linalg.norm(got - want) / np.linalg.norm(want) <= LIMITS["fp8_e4m3"][0]
 
 
 def test_device_arguments_are_checked():

@@ -32,9 +32,11 @@ class Problem:
         self.num_tokens, self.num_heads = q.shape[0], q.shape[1]
         self.q = formats.bf16_to_f64(q) if q_dtype == "BF16" else formats.e4m3_to_f64(q)
 
-        def block_size_of(cache):
+        def block_size_of(prefix, cache):
+            """fp8_ds_mla: metadata block_size; the extra pool's may differ (extra_block_size,
+            which only the Python binding's tests write)."""
             if self.kv_format == "fp8_ds_mla":
-                return int(metadata["block_size"])
+                return int(metadata.get(prefix + "_block_size", metadata["block_size"]))
             return cache.shape[1]
 
         def array(name):
@@ -45,7 +47,7 @@ class Problem:
             cache = array(prefix + "_cache")
             if cache is None:
                 continue
-            pool = formats.Pool(self.kv_format, cache, block_size_of(cache))
+            pool = formats.Pool(self.kv_format, cache, block_size_of(prefix, cache))
             self.sets.append((array(prefix + "_indices"), array(prefix + "_lens"), pool))
         self.cu = array("cu_seqlens_q")
         self.seq_lens = array("seq_lens")
