@@ -1,24 +1,27 @@
 #!/usr/bin/env python3
 """Model check of the synchronisation protocol of src/cuda/prefill/fp8_heads_on_m.cuh
-(not its arithmetic). The agents are the producer warpgroup and the two compute
-warpgroups (each one agent: their threads move together between barriers); cp.async
-completions land at random later times. The producer fills a buffer (rows, row mask, K
-copies), then transposes K to V^T one half at a time; WG b scores buffer b, WG h owns V
+(not its arithmetic). The agents are the gather warpgroup, the transpose warpgroup and the
+two compute warpgroups (each one agent: their threads move together between barriers);
+cp.async completions land at random later times. The gather WG fills a buffer (rows, row
+mask, K copies) once its S is done and the transpose WG has read its K (k_read); the
+transpose WG transposes K to V^T one half at a time; WG b scores buffer b, WG h owns V
 half h of both buffers, and the WGs hand each other max and P through shared memory under
-named barriers (both take the pair's max after one barrier), modelled as the hardware counts them (per id, whoever arrives). Over many
-random interleavings it checks that nothing deadlocks, that no mbarrier wait is satisfied
-by a phase other than the one it means (parity aliasing), that nothing is read before it
-is written for that pair (K, row mask, V, P, max), that nothing is overwritten while a
-reader still needs it. (The epilogue keeps O in registers: it touches no tile.) Both
-launch forms: one item per CTA, and the walk (kWalk), where the producer hands the
-consumers item after item (item slot, Q through cp.async, q_free after the item's last
-S), pairs and barrier phases run on across items, and the producer copies and transposes
-the next item's first pair while the consumers finish the item. It then breaks the protocol on
-purpose and checks that each break is caught, so that the check itself can fail. Not modelled: the order among the
-producer's own threads (fill's kProducer barrier) and the proxy fences.
+named barriers (both take the pair's max after one barrier), modelled as the hardware
+counts them (per id, whoever arrives). Over many random interleavings it checks that
+nothing deadlocks, that no mbarrier wait is satisfied by a phase other than the one it
+means (parity aliasing), that nothing is read before it is written for that pair (K, row
+mask, V, P, max), that nothing is overwritten while a reader still needs it. (The
+epilogue keeps O in registers: it touches no tile.) Both launch forms: one item per CTA,
+and the walk (kWalk), where the gather WG hands the consumers and the transpose WG item
+after item (item slot, Q through cp.async, q_free after the item's last S), pairs and
+barrier phases run on across items, and the next item's first pair is copied and
+transposed while the consumers finish the item. It then breaks the protocol on purpose and
+checks that each break is caught, so that the check itself can fail. Not modelled: the
+order among the gather WG's own threads (fill's kProducer barrier) and the proxy fences.
 
-Keep it in step with the kernel: the producer is produce() with its fill(), the consumer
-sequences are Consumer::run, the epilogue is heads_on_m.cuh's finish()."""
+Keep it in step with the kernel: the gather WG is gather() with its fill(), the transpose
+WG transpose_all(), the consumer sequences are Consumer::run, the epilogue is
+heads_on_m.cuh's finish()."""
 import os
 import random
 import sys
@@ -26,11 +29,11 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 from protocol import MBar, interleave  # noqa: E402
 
-TRANSPOSES = [(0, 0), (1, 1), (1, 0), (0, 1)]  # (buffer, half) in the producer's order
+TRANSPOSES = [(0, 0), (1, 1), (1, 0), (0, 1)]  # (buffer, half) in the transpose WG's order
 
 
 def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False, early_v_free=False,
-        early_k_free=False, skip_q_free_wait=False):
+        early_k_free=False, skip_q_free_wait=False, skip_k_read_wait=False, early_k_read=False):
     """ntiles: one item's tiles; walk: the tile counts of the items a walking CTA takes."""
     rnd = random.Random(seed)
     items = walk or [ntiles]
@@ -42,6 +45,7 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
     v_ready = [MBar(1) for _ in range(4)]  # [buf*2+half]: transposed
     k_free = [MBar(1) for _ in range(2)]   # [buf]: WG buf's S and row-mask read done
     v_free = [MBar(1) for _ in range(4)]   # [buf*2+half]: WG half's P . V over it done
+    k_read = [MBar(1) for _ in range(2)]   # [buf]: the transpose WG read both halves of K
     # Shared memory: ('K', buf, half), ('mask', buf), ('V', buf, half), ('P', buf), ('max', wg, pair % 2),
     # and when walking ('Q',) and ('item', slot).
     data = {}     # -> (pair, 'ready' | 'loading' | 'writing')
@@ -86,16 +90,16 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
         data['K', b, h] = (data['K', b, h][0], 'ready')
         k_ready[2 * b + h].arrive()
 
-    def producer():
+    def gather():
         def fill(b, k):
             write(('mask', b), k, 'ready', {f"wg{b}"})
             for h in (0, 1):
-                write(('K', b, h), k, 'loading', {f"wg{b}", "producer"})
+                write(('K', b, h), k, 'loading', {f"wg{b}", "transposer"})
                 landing.append((b, h))
                 k_ready[2 * b + h].arrive()  # the row addresses
                 yield ok
 
-        def hand_over(j):  # item j (len(items): the end) to the consumers
+        def hand_over(j):  # item j (len(items): the end) to the consumers and the transpose WG
             slot = j % 2
             if j > 0 and not skip_q_free_wait:
                 yield wait(q_free, j - 1, (j - 1) & 1)
@@ -104,7 +108,7 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
                 landing.append(('Q', slot, j))
             else:
                 item_ready[slot].arrive()  # no copies: the cp.async arrival is immediate
-            write(('item', slot), j, 'ready', {"wg0", "wg1"})
+            write(('item', slot), j, 'ready', {"wg0", "wg1", "transposer"})
             item_ready[slot].arrive()
             yield ok
 
@@ -117,24 +121,42 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
             k += n
             last_pairs.add(k - 1)
         for k in range(pairs):
-            for b, h in TRANSPOSES:
-                s = 2 * b + h
-                yield wait(k_ready[s], k, k & 1)
-                if not skip_v_free_wait:
-                    yield wait(v_free[s], k - 1, (k & 1) ^ 1)
-                read(('K', b, h), k, "producer", end=False)
-                write(('V', b, h), k, 'writing', {f"wg{h}"})
-                yield ok
-                read(('K', b, h), k, "producer")
-                data['V', b, h] = (k, 'ready')
-                v_ready[s].arrive()
             if walk and k in last_pairs:
                 yield from hand_over(sorted(last_pairs).index(k) + 1)
             if k + 1 < pairs:
                 for b in (0, 1):
                     if not skip_k_free_wait:
                         yield wait(k_free[b], k, k & 1)
+                    if not skip_k_read_wait:
+                        yield wait(k_read[b], k, k & 1)
                     yield from fill(b, k + 1)
+
+    def transposer():  # transpose_all: follows the items as the consumers do
+        me, k = "transposer", 0
+        for j, n in enumerate(item_pairs + ([0] if walk else [])):
+            if walk:
+                yield wait(item_ready[j % 2], j // 2, (j // 2) & 1)
+                read(('item', j % 2), j, me)
+            if n == 0:
+                break
+            for _ in range(n):
+                for x, (b, h) in enumerate(TRANSPOSES):
+                    s = 2 * b + h
+                    yield wait(k_ready[s], k, k & 1)
+                    if not skip_v_free_wait:
+                        yield wait(v_free[s], k - 1, (k & 1) ^ 1)
+                    if early_k_read and x >= 2:
+                        k_read[b].arrive()
+                        yield ok
+                    read(('K', b, h), k, me, end=False)
+                    write(('V', b, h), k, 'writing', {f"wg{h}"})
+                    yield ok
+                    read(('K', b, h), k, me)
+                    data['V', b, h] = (k, 'ready')
+                    v_ready[s].arrive()
+                    if x >= 2 and not early_k_read:  # buffer b's second half read
+                        k_read[b].arrive()
+                k += 1
 
     def score(b, k, me, item, last):  # score() and mask_and_max over buffer b, then k_free[b]
         for h in (0, 1):
@@ -198,9 +220,10 @@ def run(ntiles, seed, walk=None, skip_k_free_wait=False, skip_v_free_wait=False,
         read(('P', other), k, me)
         v_free[2 * other + w].arrive()
 
-    agents = {"producer": producer(), "wg0": consumer(0), "wg1": consumer(1)}
+    agents = {"gather": gather(), "transposer": transposer(), "wg0": consumer(0), "wg1": consumer(1)}
     interleave(agents, rnd, landing, land)
-    assert not landing and all(b.completed == pairs and b.arrivals == 0 for b in k_ready + v_ready + k_free + v_free)
+    assert not landing and all(b.completed == pairs and b.arrivals == 0 for b in k_ready + v_ready + k_free + v_free
+                               + k_read)
     if walk:
         assert sum(b.completed for b in item_ready) == len(items) + 1 and q_free.completed == len(items)
     assert all(not arrivers for arrivers, _ in named.values())
@@ -216,7 +239,8 @@ def main():
     for walk in WALKS:
         for seed in range(300):
             run(0, seed, walk=walk)
-    breaks = [(b, None) for b in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free")]
+    breaks = [(b, None) for b in ("skip_k_free_wait", "skip_v_free_wait", "early_v_free", "early_k_free",
+                                  "skip_k_read_wait", "early_k_read")]
     breaks += [(b, [4, 2, 3]) for b in ("skip_q_free_wait",)]
     for broken, walk in breaks:
         try:
