@@ -42,6 +42,12 @@ __device__ __forceinline__ void set(int mark, uint64_t value)
 __device__ __forceinline__ void mark(int mark) { set(mark, clock64()); }
 __device__ __forceinline__ uint64_t now() { return clock64(); }
 __device__ __forceinline__ void set_sum(int sum, uint64_t cycles) { set(kSum0 + sum, cycles); }
+// Sums first..last of a warpgroup's array (called by one of its threads).
+__device__ __forceinline__ void set_sums(const uint64_t *sums, int first, int last)
+{
+    for (int i = first; i <= last; i++)
+        set_sum(i, sums[i]);
+}
 __device__ __forceinline__ void start()
 {
     uint32_t sm;
@@ -61,6 +67,7 @@ __device__ __forceinline__ void set(int, uint64_t) {}
 __device__ __forceinline__ void mark(int) {}
 __device__ __forceinline__ uint64_t now() { return 0; } // sums of now() differences fold away
 __device__ __forceinline__ void set_sum(int, uint64_t) {}
+__device__ __forceinline__ void set_sums(const uint64_t *, int, int) {}
 __device__ __forceinline__ void start() {}
 __device__ __forceinline__ void end() {}
 __device__ __forceinline__ void combine_mark(int) {}

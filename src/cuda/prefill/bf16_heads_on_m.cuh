@@ -383,8 +383,7 @@ __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, con
         has_next = walk.next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
-        for (int i = kSumFreeWait; i <= kSumCopies; i++)
-            timeline::set_sum(i, sums[i]);
+        timeline::set_sums(sums, kSumFreeWait, kSumCopies);
     cp_async_wait<0>(); // no copy outlives its thread
 }
 

@@ -279,8 +279,7 @@ template <bool kWalk> __device__ void gather(const AttentionParams &p, const Sha
         has_next = walk.next_item(); // while the item's first copies are in flight
     }
     if (tid == 0)
-        for (int i = kSumKFree; i <= kSumRefill; i++)
-            timeline::set_sum(i, sums[i]);
+        timeline::set_sums(sums, kSumKFree, kSumRefill);
     cp_async_wait<0>(); // no copy outlives its thread
 }
 
@@ -324,8 +323,7 @@ template <bool kWalk> __device__ void transpose_all(const Shared &sh, int tid, c
         }
     }
     if (tid == 0)
-        for (int i = kSumKLanded; i <= kSumTranspose; i++)
-            timeline::set_sum(i, sums[i]);
+        timeline::set_sums(sums, kSumKLanded, kSumTranspose);
 }
 
 // ---- consumers ------------------------------------------------------------------------
@@ -527,8 +525,7 @@ struct Consumer {
         if (tid == 0) {
             timeline::mark(timeline::kFinished);
             timeline::set(timeline::kPairs, k0);
-            for (int i = kSumKReady; i <= kSumPv; i++)
-                timeline::set_sum(i, sums[i]);
+            timeline::set_sums(sums, kSumKReady, kSumPv);
             timeline::end();
         }
     }
