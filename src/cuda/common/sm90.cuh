@@ -276,20 +276,6 @@ __device__ __forceinline__ void transpose4x4_bytes(const uint32_t (&w)[4], uint3
     o[3] = prmt(t1, t3, 0x7632);
 }
 
-// Two values as hi + lo E4M3 planes (each a pair, low byte = the first value): hi the
-// nearest E4M3, lo the nearest E4M3 of the remainder (computed in f16, where it is exact),
-// so hi + lo keeps ~8 bits of each value. Values are at most 448 and well inside f16.
-__device__ __forceinline__ void f32x2_to_e4m3x2_hi_lo(float a, float b, uint16_t &hi, uint16_t &lo)
-{
-    const __half2 v = __floats2half2_rn(a, b);
-    const uint32_t vb = *reinterpret_cast<const uint32_t *>(&v);
-    uint32_t hb;
-    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(hi) : "r"(vb));
-    asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(hb) : "h"(hi));
-    const __half2 r = __hsub2(v, *reinterpret_cast<const __half2 *>(&hb));
-    asm("cvt.rn.satfinite.e4m3x2.f16x2 %0, %1;\n" : "=h"(lo) : "r"(*reinterpret_cast<const uint32_t *>(&r)));
-}
-
 // Two floats to two E4M3 (saturating, round to nearest even), low byte = a.
 __device__ __forceinline__ uint16_t f32x2_to_e4m3x2(float a, float b)
 {
