@@ -34,8 +34,8 @@
 // (one instruction) and multiplied by 2^(c - k), c its row's code and k the block's
 // largest code so far (exact while c - k >= -12); O's block takes 2^(k_old - k) when k
 // rises and 2^(k - 127) at the end. P is an FP16 plane (times 2^10) for them and a BF16
-// plane for the RoPE dims (BF16 wgmma, the values as they lie). One 16-bit plane does the
-// tensor work of the two E4M3 planes.
+// plane for the RoPE dims (BF16 wgmma, the values as they lie). A 16-bit plane costs the
+// tensor work of two E4M3 planes.
 // BF16 queries over fp8_ds_mla rows (kBf16Q): the same, but S takes the NoPE dims on FP16
 // wgmma with K from registers, the rows' E4M3 values converted exactly to FP16 (one
 // instruction per two), a 64-dim block's four K steps chained in FP32 and then times the
@@ -96,11 +96,10 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct Layout {
     static constexpr int kScaleRowOff = kRowInfoOff + kRowSlots * kRows * 8;
     // One WG's own part.
     static constexpr int kQBytes = kBf16Q ? kHT * SMLA_DS_MLA_NOPE * 2 : kHT * 512; // BF16 Q: its NoPE dims, FP16
-    static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used
+    static constexpr int kPPlane = kHT * 128; // [HT rows][128 B], the first 64 B used (`fp8` rows: one)
     static constexpr int kQOff = 0;
     static constexpr int kPOff = kQOff + kQBytes;
-    // fp8_ds_mla: P is a BF16 plane and an FP16 plane ([HT rows][128 B] each) in the
-    // planes' place; Q's RoPE dims in BF16 ([HT rows][128 B]), the current tile's block
+    // fp8_ds_mla: P is a BF16 plane and an FP16 plane ([HT rows][128 B] each); Q's RoPE dims in BF16 ([HT rows][128 B]), the current tile's block
     // scales as floats ([64 rows][8], for S) and as FP16 pairs of rows 2i, 2i + 1 relative
     // to each block's running maximum code ([8 blocks][32], for P . V; pair i = 16a + 4b + c
     // at 16a + 4c + b: accumulate_ds reads a lane's four with one load), then per block the
