@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The error that fp8m's P . V would have with P as one E4M3 plane, against P as hi + lo
-planes (what fp8m and fp8wg multiply), for docs/perf/LOG.md's session 22: a numpy model of the
+"""The error of fp8m's and fp8wg's P . V with P as one E4M3 plane (what they multiply
+since session 32), against P as hi + lo planes (before): a numpy model of the
 kernels' arithmetic on one 64-head item (640 entries, 512 dims, V in E4M3, scores
 N(0, sigma) in log2 units, P = exp2(s - max) * 256 as kPScale, round to nearest even),
 relative Frobenius error of `out` against exact arithmetic on the same inputs.
@@ -37,7 +37,7 @@ def main():
     ap.add_argument("--draws", type=int, default=20)
     draws = ap.parse_args().draws
     rng = np.random.default_rng(1)
-    print("sigma  one plane  hi + lo   (relative Frobenius error of out; the FP8 limit is 1e-2)")
+    print("sigma  one plane  hi + lo   (relative Frobenius error of out; the FP8 limit is 3e-2)")
     for sigma in (0.5, 1.0, 2.0, 4.0):
         e = np.mean([errors(rng, sigma) for _ in range(draws)], axis=0)
         print(f"{sigma:5}  {e[0]:9.1e}  {e[1]:8.1e}")
