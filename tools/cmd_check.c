@@ -122,9 +122,8 @@ static int outputs_equal(const smla_check_problem *p, const output_copy *a, cons
 /* Prints a problem's figures: the kernel's error, for FP8 queries the floor's, and which
  * rule failed. */
 static void report_problem(const smla_check_problem *p, const smla_check_result *r, const smla_check_result *floor,
-                           smla_check_limits limits, int under_floor)
+                           smla_check_limits limits, int within_limits, int under_floor)
 {
-    const int within_limits = smla_check_passed(r, limits);
     const int bad = !within_limits || !under_floor;
     FILE *f = bad ? stderr : stdout;
     fprintf(f,
@@ -176,11 +175,12 @@ static int check_problem(smla_context *ctx, const smla_check_config *cfg, const 
         smla_check_compare(gpu.out, p.args.out.data, p.args.out.stride[0], gpu.lse, p.args.lse.data,
                            p.args.lse.data ? p.args.lse.stride[0] : 0, p.args.q.shape[0], cfg->num_heads, &r);
         const smla_check_limits limits = smla_check_tolerance(cfg->q_dtype);
+        const int within_limits = smla_check_passed(&r, limits);
         const int under_floor = smla_check_floor_holds(&p, &r, &floor);
-        bad = !smla_check_passed(&r, limits) || !under_floor;
+        bad = !within_limits || !under_floor;
         smla_check_row_add(row, p.logits, &r, fp8 ? &floor : NULL);
         if (bad || o->verbose)
-            report_problem(&p, &r, fp8 ? &floor : NULL, limits, under_floor);
+            report_problem(&p, &r, fp8 ? &floor : NULL, limits, within_limits, under_floor);
     }
     output_free(&gpu);
     smla_check_problem_free(&p);

@@ -1,6 +1,5 @@
 /* smla plan: build a host plan for a batch given on the command line and print it as one
  * JSON object. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

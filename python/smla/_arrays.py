@@ -286,7 +286,7 @@ def tail_int32(arg, count):
 
 
 def _nbytes(arg):
-    if not _is_contiguous(arg):
+    if not is_contiguous(arg):
         raise StrideError(f"{arg.name}: must be contiguous")
     n = arg.itemsize
     for s in arg.shape:
@@ -294,9 +294,13 @@ def _nbytes(arg):
     return n
 
 
-def _is_contiguous(arg):
+def is_contiguous(arg, dims=None):
+    """Whether arg's last `dims` dimensions (all when None) are contiguous, in elements."""
+    shape, strides = arg.shape, arg.strides
+    if dims is not None:
+        shape, strides = shape[len(shape) - dims:], strides[len(strides) - dims:]
     expected = 1
-    for size, stride in zip(reversed(arg.shape), reversed(arg.strides)):
+    for size, stride in zip(reversed(shape), reversed(strides)):
         if stride != expected:
             return False
         expected *= size

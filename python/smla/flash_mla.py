@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from . import _abi
-from ._arrays import Arg, is_torch, new_array, required_arg, torch_module
+from ._arrays import Arg, is_contiguous, is_torch, new_array, required_arg, torch_module
 from ._library import lib
 from ._max_logits import fill_max_logits
 from .attention import host_float, sparse_mla
@@ -71,12 +71,9 @@ def _readable(obj, shape, inner):
     """obj reshaped to shape: a view where its strides allow one whose last `inner`
     dimensions are contiguous (as smla reads q and index rows), else a contiguous copy."""
     view = obj.reshape(shape)
-    step = 1
-    for size, stride in zip(reversed(shape[-inner:]), reversed(Arg("", view).strides)):
-        if stride != step:
-            return view.contiguous() if is_torch(view) else np.ascontiguousarray(view)
-        step *= size
-    return view
+    if is_contiguous(Arg("", view), inner):
+        return view
+    return view.contiguous() if is_torch(view) else np.ascontiguousarray(view)
 
 
 def _model1_cache(name, obj, reference):
