@@ -9,7 +9,7 @@
 #               alone ~3, gpu_test_determinism 108 s of them, session 21)
 #     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
 #               and racecheck; initcheck over the plan's buffers); SANITIZE_TESTS=0
-#               leaves out the per-test runs
+#               leaves out the per-test runs, SANITIZE_SOAK=1 runs the full soak beside
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 #     profile   ncu (full set, clocks as found) on one launch of bf16m at decode batch 128
 #               (fp8_ds_mla and BF16 rows), the gather ceilings, then one launch of each
@@ -189,12 +189,19 @@ if [ "$mode" = sanitize ]; then
             step "racecheck_probe-$variant" racecheck_expect_misread "$build/racecheck_probe" \
                 $([ $variant = specialised ] && echo --specialised)
         done
+    # SANITIZE_SOAK=1: the full soak (10,000 steps) beside the sanitizer's runs, so that
+    # both fit one device call (the soak is mostly host work: inputs and the reference).
+    if [ "${SANITIZE_SOAK:-0}" = 1 ]; then
+        STEP_TIMEOUT=540 step soak "$build/tests/gpu_test_soak" --steps 10000 &
+        soak_pid=$!
+    fi
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
     # SANITIZE_CHECK_ARGS (e.g. "--heads 16 --token-heads 4096"): appended to both checks,
     # to sanitize one kernel family on larger problems.
     step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64 ${SANITIZE_CHECK_ARGS:-}
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256 \
         ${SANITIZE_CHECK_ARGS:-}
+    [ -n "${soak_pid:-}" ] && wait "$soak_pid"
 fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] || [ "$mode" = timeline ] && break
