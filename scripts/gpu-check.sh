@@ -9,7 +9,7 @@
 #               alone ~3, gpu_test_determinism 108 s of them, session 21)
 #     sanitize  a short smla check and the GPU tests under compute-sanitizer (memcheck
 #               and racecheck; initcheck over the plan's buffers); SANITIZE_TESTS=0
-#               leaves out the per-test runs, SANITIZE_SOAK=1 runs the full soak beside
+#               leaves out the per-test runs
 #     soak      the full soak: gpu_test_soak --steps 10000 (the suite runs 500 steps)
 #     profile   ncu (full set, clocks as found) on one launch of bf16m at decode batch 128
 #               (fp8_ds_mla and BF16 rows), the gather ceilings, then one launch of each
@@ -128,7 +128,8 @@ case $mode in full | dsmla)
         step bench_wgmma "$build/bench/bench_wgmma" && step bench_store "$build/bench/bench_store" ;;
 esac
 # A small `smla check` first: a broken kernel stops the run here, in seconds.
-if [ "$mode" != soak ] && [ "$mode" != timeline ]; then
+# (Not under sanitize: its checks are whole `smla check` runs, and its time is short.)
+if [ "$mode" != soak ] && [ "$mode" != timeline ] && [ "$mode" != sanitize ]; then
     STEP_TIMEOUT=120 step smoke "$smla" check --token-heads 256 || {
         cat "$summary"; tail -40 "$out/smoke.log"; exit 1; }
 fi
@@ -144,10 +145,9 @@ sanitize_args() {
 # racecheck over a command (arguments after LOG), its report saved in LOG and printed;
 # returns the command's own exit status.
 racecheck_log() {
-    compute-sanitizer --tool racecheck "${@:2}" >"$1" 2>&1
-    local rc=$?
-    cat "$1"
-    return $rc
+    # tee: the step's log grows as it runs (a run cut short still shows how far it got)
+    compute-sanitizer --tool racecheck "${@:2}" 2>&1 | tee "$1"
+    return "${PIPESTATUS[0]}"
 }
 export -f racecheck_log # the two below run in a child bash under `step`
 # Fails (9) on a hazard any of whose accesses is outside the heads-on-M kernels (bf16m,
@@ -189,24 +189,20 @@ if [ "$mode" = sanitize ]; then
             step "racecheck_probe-$variant" racecheck_expect_misread "$build/racecheck_probe" \
                 $([ $variant = specialised ] && echo --specialised)
         done
-    # SANITIZE_SOAK=1: the full soak (10,000 steps) beside the sanitizer's runs, so that
-    # both fit one device call (the soak is mostly host work: inputs and the reference).
-    if [ "${SANITIZE_SOAK:-0}" = 1 ]; then
-        STEP_TIMEOUT=540 step soak "$build/tests/gpu_test_soak" --steps 10000 &
-        soak_pid=$!
-    fi
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
     # SANITIZE_CHECK_ARGS (e.g. "--heads 16 --token-heads 4096"): appended to both checks,
     # to sanitize one kernel family on larger problems.
-    step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64 ${SANITIZE_CHECK_ARGS:-}
+    # memcheck beside racecheck (the longer, ~6-7 minutes): together they fit one call.
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256 \
-        ${SANITIZE_CHECK_ARGS:-}
-    [ -n "${soak_pid:-}" ] && wait "$soak_pid"
+        ${SANITIZE_CHECK_ARGS:-} &
+    memcheck_pid=$!
+    step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64 ${SANITIZE_CHECK_ARGS:-}
+    wait "$memcheck_pid"
 fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] || [ "$mode" = timeline ] && break
-    # SANITIZE_TESTS=0: the kernels under `smla check` only (about 8-9 minutes: the smoke
-    # check 60 s, racecheck 373 s and memcheck ~70 s in session 21).
+    # SANITIZE_TESTS=0: the kernels under `smla check` only (about 8 minutes: the build
+    # ~60 s, racecheck 373 s with memcheck's ~70 s beside it in session 21).
     [ "$mode" = sanitize ] && [ "${SANITIZE_TESTS:-1}" = 0 ] && break
     if [ "$mode" = sanitize ]; then
         read -ra args <<<"$(sanitize_args "$t")"

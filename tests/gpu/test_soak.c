@@ -173,6 +173,7 @@ static int64_t parse_steps(int argc, char **argv)
 int main(int argc, char **argv)
 {
     const int64_t steps = parse_steps(argc, argv);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress lines reach a log as they are printed */
     smla_rng rng;
     smla_rng_seed(&rng, smla_test_seed("gpu_test_soak"));
     CHECK_STATUS(smla_context_create(&ctx), SMLA_OK);
