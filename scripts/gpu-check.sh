@@ -192,17 +192,26 @@ if [ "$mode" = sanitize ]; then
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
     # SANITIZE_CHECK_ARGS (e.g. "--heads 16 --token-heads 4096"): appended to both checks,
     # to sanitize one kernel family on larger problems.
-    # memcheck beside racecheck (the longer, ~6-7 minutes): together they fit one call.
+    # All at once: memcheck (73 s) beside racecheck, one process per head count (the whole
+    # check in one racecheck process ran past 480 s in session 33; untried in parallel).
     step check-memcheck compute-sanitizer --tool memcheck --error-exitcode 9 "$smla" check --token-heads 256 \
         ${SANITIZE_CHECK_ARGS:-} &
-    memcheck_pid=$!
-    step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64 ${SANITIZE_CHECK_ARGS:-}
-    wait "$memcheck_pid"
+    pids=($!)
+    if [ -n "${SANITIZE_CHECK_ARGS:-}" ]; then
+        step check-racecheck racecheck_outside_heads_on_m "$smla" check --token-heads 64 $SANITIZE_CHECK_ARGS &
+        pids+=($!)
+    else
+        for h in 8 16 32 64 128; do
+            step "check-racecheck-h$h" racecheck_outside_heads_on_m "$smla" check --token-heads 64 --heads $h &
+            pids+=($!)
+        done
+    fi
+    wait "${pids[@]}"
 fi
 for t in "$build"/tests/gpu_*; do
     [ "$mode" = soak ] || [ "$mode" = profile ] || [ "$mode" = ab ] || [ "$mode" = timeline ] && break
-    # SANITIZE_TESTS=0: the kernels under `smla check` only (about 8 minutes: the build
-    # ~60 s, racecheck 373 s with memcheck's ~70 s beside it in session 21).
+    # SANITIZE_TESTS=0: the kernels under `smla check` only (the build ~70 s, then the
+    # parallel checks above).
     [ "$mode" = sanitize ] && [ "${SANITIZE_TESTS:-1}" = 0 ] && break
     if [ "$mode" = sanitize ]; then
         read -ra args <<<"$(sanitize_args "$t")"
