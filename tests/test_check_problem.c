@@ -2,8 +2,9 @@
  * valid arguments, the reference leaves exactly the padding rows poisoned, and the
  * comparison flags a corrupted output, a written padding row and a NaN; both logit
  * classes are drawn; an FP8 problem's quantisation floor is positive, and 0 over the
- * decoded inputs themselves; the limits are per query dtype (DESIGN section 8), and the
- * peaked-floor rule rejects an error above the floor. */
+ * decoded inputs themselves; most fp8_ds_mla rows have unequal tile scales; the limits
+ * are per query dtype (DESIGN section 8), and the peaked-floor rule rejects an error above
+ * the floor. */
 #include <math.h>
 #include <string.h>
 
@@ -50,13 +51,34 @@ static int check_floor(smla_context *ctx, const smla_check_problem *p)
     return positive;
 }
 
+/* Whether an fp8_ds_mla pool's rows have tile scales that differ: counts its rows, and
+ * those whose seven UE8M0 scales are not all equal, into rows[0] and rows[1]. (Rows of
+ * equal tiles would let a kernel that applies one tile's scale to all pass.) */
+static void count_mixed_scales(const smla_kv_pool *pool, int64_t rows[2])
+{
+    if (pool->format != SMLA_KV_FP8_DS_MLA)
+        return;
+    for (int64_t slot = 0; slot < pool->num_blocks * pool->block_size; slot++) {
+        const uint8_t *scales = (const uint8_t *)pool->data + slot / pool->block_size * pool->block_stride +
+                                (int64_t)pool->block_size * SMLA_DS_MLA_DATA_BYTES +
+                                slot % pool->block_size * SMLA_DS_MLA_SCALE_BYTES;
+        int mixed = 0;
+        for (int i = 1; i < SMLA_DS_MLA_NOPE / SMLA_DS_MLA_TILE; i++)
+            mixed |= scales[i] != scales[0];
+        rows[0]++;
+        rows[1] += mixed;
+    }
+}
+
 /* One problem; counts its logit class in drawn[] (flat, peaked) when the config left it
  * to the draw, and FP8 problems with a positive floor in floors[0] of floors[1]. */
 static void check_one(smla_context *ctx, const smla_check_config *cfg, smla_tool_rng *rng, int drawn[2],
-                      int floors[2])
+                      int floors[2], int64_t ds_rows[2])
 {
     smla_check_problem p;
     CHECK_STATUS(smla_check_problem_make(cfg, rng, &p), SMLA_OK);
+    count_mixed_scales(&p.args.swa, ds_rows);
+    count_mixed_scales(&p.args.extra, ds_rows);
     const int peaked = p.logits == SMLA_CHECK_LOGITS_PEAKED;
     CHECK(cfg->logits == SMLA_CHECK_LOGITS_ANY || p.logits == cfg->logits);
     CHECK(peaked ? p.logit_std >= 0.5 && p.logit_std <= 2.5 : p.logit_std >= 0.05 && p.logit_std <= 0.2);
@@ -182,6 +204,7 @@ int main(void)
                                                  {SMLA_KV_BF16, SMLA_KV_FP8},
                                                  {SMLA_KV_FP8_DS_MLA, SMLA_KV_INVALID}};
     int drawn[2] = {0, 0}, floors[2] = {0, 0};
+    int64_t ds_rows[2] = {0, 0};
     for (int h = 0; h < 4; h++)
         for (int q = 0; q < 2; q++)
             for (int f = 0; f < 3; f++)
@@ -190,11 +213,14 @@ int main(void)
                     const smla_check_config cfg = {heads[h], q ? SMLA_DTYPE_BF16 : SMLA_DTYPE_FP8_E4M3,
                                                    formats[f][0], formats[f][1], (smla_check_positions)pos,
                                                    512 / heads[h], 1, (smla_check_logits)(pos % 3)};
-                    check_one(ctx, &cfg, &rng, drawn, floors);
+                    check_one(ctx, &cfg, &rng, drawn, floors, ds_rows);
                 }
     CHECK(drawn[0] > 0 && drawn[1] > 0);
     fprintf(stderr, "test_check_problem: %d of %d FP8 problems with a positive floor\n", floors[0], floors[1]);
     CHECK(2 * floors[0] >= floors[1]); /* most: a zero floor needs every row's one entry unmoved */
+    fprintf(stderr, "test_check_problem: %lld of %lld fp8_ds_mla rows with unequal tile scales\n",
+            (long long)ds_rows[1], (long long)ds_rows[0]);
+    CHECK(ds_rows[0] > 0 && 2 * ds_rows[1] >= ds_rows[0]);
     check_rules();
     smla_context_destroy(ctx);
     return smla_test_finish("test_check_problem");

@@ -26,6 +26,25 @@ static int chance(smla_tool_rng *rng, double probability)
     return smla_tool_rng_uniform(rng) < probability;
 }
 
+/* A row of N(0, 1) values whose 64-value tiles differ in magnitude (each times
+ * e^(0.5 N(0, 1)), as activations with outlier channels: fp8_ds_mla's tile scales then
+ * differ within a row), scaled back to an RMS of 1 so that the logits keep the std the
+ * problem draws. */
+static void random_row(smla_tool_rng *rng, float *row)
+{
+    double sum = 0.0;
+    for (int tile = 0; tile < SMLA_HEAD_DIM / 64; tile++) {
+        const double f = exp(0.5 * smla_tool_rng_normal(rng));
+        for (int i = 64 * tile; i < 64 * tile + 64; i++) {
+            row[i] = (float)(f * smla_tool_rng_normal(rng));
+            sum += (double)row[i] * row[i];
+        }
+    }
+    const double rms = sqrt(sum / SMLA_HEAD_DIM);
+    for (int i = 0; i < SMLA_HEAD_DIM; i++)
+        row[i] = (float)(row[i] / rms);
+}
+
 /* A pool of random rows in format, with a random block size and sometimes a padded
  * block stride; with `unquantised`, also those rows as a bf16 pool of the same blocks
  * (a bf16 pool is its own). */
@@ -46,8 +65,8 @@ static smla_status make_pool(smla_check_problem *p, smla_tool_rng *rng, smla_kv_
         free(values);
         return SMLA_ERR_OUT_OF_MEMORY;
     }
-    for (int64_t i = 0; i < rows * SMLA_HEAD_DIM; i++)
-        values[i] = (float)smla_tool_rng_normal(rng);
+    for (int64_t r = 0; r < rows; r++)
+        random_row(rng, values + r * SMLA_HEAD_DIM);
     smla_status st = smla_kv_pack(pool, values);
     if (st == SMLA_OK && unquantised) {
         *unquantised = *pool;
