@@ -35,17 +35,22 @@ uint16_t smla_float_to_bf16(float value)
     return (uint16_t)((bits + 0x7FFFu + lsb) >> 16); /* overflow carries into inf: RNE */
 }
 
+/* Normal codes become float bits directly (the exponent rebiased from 7 to 127, the
+ * mantissa moved up); subnormals are mantissa x 2^-9, exact. (ldexpf here was a tenth of
+ * the CPU reference's time over E4M3 rows.) */
 float smla_e4m3_to_float(uint8_t bits)
 {
-    const int exponent = (bits >> E4M3_MANTISSA_BITS) & 0xF;
-    const int mantissa = bits & 0x7;
+    const uint32_t exponent = (bits >> E4M3_MANTISSA_BITS) & 0xF;
+    const uint32_t mantissa = bits & 0x7;
     float magnitude;
     if (exponent == 0xF && mantissa == 0x7)
         return NAN;
-    if (exponent == 0)
-        magnitude = ldexpf((float)mantissa, E4M3_MIN_NORMAL_EXP - E4M3_MANTISSA_BITS);
-    else
-        magnitude = ldexpf((float)(8 + mantissa), exponent - 7 - E4M3_MANTISSA_BITS);
+    if (exponent == 0) {
+        magnitude = (float)mantissa * 0x1p-9f; /* 2^(E4M3_MIN_NORMAL_EXP - E4M3_MANTISSA_BITS) */
+    } else {
+        const uint32_t wide = ((exponent + 127 - 7) << 23) | (mantissa << (23 - E4M3_MANTISSA_BITS));
+        memcpy(&magnitude, &wide, sizeof magnitude);
+    }
     return (bits & 0x80) ? -magnitude : magnitude;
 }
 

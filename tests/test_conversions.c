@@ -80,6 +80,13 @@ static void test_e4m3_every_byte(void)
         const float value = smla_e4m3_to_float((uint8_t)bits);
         const int is_nan_code = (bits & 0x7F) == 0x7F;
         CHECK(isnan(value) == is_nan_code);
+        /* The format's definition: (8 + m) 2^(e - 10), or m 2^-9 for e = 0. */
+        const int e = (bits >> 3) & 0xF, m = bits & 7;
+        const double magnitude = e ? ldexp(8 + m, e - 10) : ldexp(m, -9);
+        if (!is_nan_code && (double)value != ((bits & 0x80) ? -magnitude : magnitude)) {
+            fprintf(stderr, "E4M3 0x%02X decodes to %g, not %g\n", bits, (double)value, magnitude);
+            smla_test_failures++;
+        }
         if (!is_nan_code && smla_float_to_e4m3(value) != bits) {
             fprintf(stderr, "E4M3 0x%02X decodes to %g, re-encodes to 0x%02X\n", bits,
                     (double)value, smla_float_to_e4m3(value));
