@@ -19,8 +19,10 @@ tile's times another (sigma --tile-spread), as activations with outlier channels
 Usage: scripts/ds_row_scale_error.py [--draws N] [--row-spread S] [--tile-spread S]
 (numpy only). Prints, per logit std (natural-log units, as smla check's), the errors of
 the model kernel, of it with S reading the RoPE values in BF16 (V still in E4M3), with
-S and V reading them in BF16, with the tile shifts exact, of the P plane alone (every value as decoded), and the
-quantisation floor."""
+S and V reading them in BF16, with the tile shifts exact, with BF16 RoPE and the shifts'
+would-be subnormals flushed to 0 (an integer shift of the exponent field), of the P plane
+alone (every value as decoded), and the quantisation floor; last, the share of NoPE values
+the flush zeroes (the worst draw)."""
 import argparse
 
 import numpy as np
@@ -81,10 +83,16 @@ def errors(rng, logit_std, row_spread, tile_spread, heads=64, entries=640):
     shifted = values * 2.0 ** (exps - e[:, None, None])
     e_max = e.max()
 
+    # Shifting an E4M3 value's exponent field down is exact while it stays normal; one
+    # that would become subnormal (below 2^-6) flushed to 0 is the integer form's result.
+    flushed = np.where(np.abs(shifted) >= 2.0**-6, shifted, 0.0)
+
     def kernel(round_tiles, rope_in_s, rope_in_v):
-        """round_tiles: the shifted tiles rounded to E4M3; rope_in_s / rope_in_v: the RoPE
-        values as S / V read them, E4M3 under the row scale (True) or BF16 (False)."""
-        k_tiles = (e4m3(shifted) if round_tiles else shifted).reshape(entries, NOPE)
+        """round_tiles: the shifted tiles rounded to E4M3 ("flush": flushed below E4M3's
+        normals); rope_in_s / rope_in_v: the RoPE values as S / V read them, E4M3 under
+        the row scale (True) or BF16 (False)."""
+        tiles = flushed if round_tiles == "flush" else e4m3(shifted) if round_tiles else shifted
+        k_tiles = tiles.reshape(entries, NOPE)
         k_rope = rope / 2.0 ** e[:, None]
         rows_s = np.concatenate([k_tiles, e4m3(k_rope) if rope_in_s else k_rope], axis=1)
         rows_v = np.concatenate([k_tiles, e4m3(k_rope) if rope_in_v else k_rope], axis=1)
@@ -99,11 +107,12 @@ def errors(rng, logit_std, row_spread, tile_spread, heads=64, entries=640):
     plane_out, _ = attend(q, decoded, decoded, scale_log2, lambda p: e4m3(p * 256.0) / 256.0)
     rel = lambda o: np.linalg.norm(o - ref_out) / np.linalg.norm(ref_out)
     lse = lambda x: np.abs(x - ref_lse).max() * np.log(2.0)  # natural log, as smla reports
-    # The deliverable as written; BF16 RoPE in S; in S and V; exact tile shifts.
+    # The deliverable as written; BF16 RoPE in S; in S and V; exact tile shifts; BF16 RoPE
+    # in S and V with the shifts' subnormals flushed.
     runs = [kernel(True, True, True), kernel(True, False, True), kernel(True, False, False),
-            kernel(False, True, True)]
+            kernel(False, True, True), kernel("flush", False, False)]
     return ([rel(o) for o, _ in runs] + [rel(plane_out), rel(floor_out)] +
-            [lse(x) for _, x in runs] + [lse(floor_lse)])
+            [lse(x) for _, x in runs] + [lse(floor_lse), np.mean(flushed[shifted != 0] == 0)])
 
 
 def main():
@@ -114,14 +123,15 @@ def main():
     a = ap.parse_args()
     rng = np.random.default_rng(1)
     print(f"row spread {a.row_spread}, tile spread {a.tile_spread}; the worst of {a.draws} draws")
-    print("           ------------------ out (limit 3e-2) -----------------   "
-          "-------- LSE (limit 1e-2) --------")
-    print("logit std    model  RoPE S bf16  S+V bf16  shift exact  P alone  floor    "
-          "model  RoPE S bf16  shift exact  floor")
+    print("           ------------------------ out (limit 3e-2) ------------------------   "
+          "---------------- LSE (limit 1e-2) ----------------")
+    print("logit std    model  RoPE S bf16  S+V bf16  shift exact  flushed  P alone  floor    "
+          "model  RoPE S bf16  shift exact  flushed  floor  values flushed")
     for logit_std in (0.05, 0.2, 0.5, 1.0, 1.5, 2.0, 2.5):
         e = np.max([errors(rng, logit_std, a.row_spread, a.tile_spread) for _ in range(a.draws)], axis=0)
         print(f"{logit_std:9}  {e[0]:7.1e}  {e[1]:11.1e}  {e[2]:8.1e}  {e[3]:11.1e}  {e[4]:7.1e}  "
-              f"{e[5]:5.1e}  {e[6]:7.1e}  {e[7]:11.1e}  {e[9]:11.1e}  {e[10]:5.1e}")
+              f"{e[5]:7.1e}  {e[6]:5.1e}  {e[7]:7.1e}  {e[8]:11.1e}  {e[10]:11.1e}  {e[11]:7.1e}  "
+              f"{e[12]:5.1e}  {e[13]:14.1e}")
 
 
 if __name__ == "__main__":
