@@ -154,9 +154,13 @@ int32_t smla_test_random_slot(smla_rng *rng, int64_t rows)
 {
     const int32_t invalid[] = {-1, INT32_MIN, -1000, (int32_t)rows, (int32_t)rows + 77,
                                INT32_MAX};
-    if (smla_rng_uniform(rng) >= 0.05)
-        return (int32_t)smla_rng_range(rng, 0, rows - 1);
-    return invalid[smla_rng_range(rng, 0, 5)];
+    /* One draw a slot (the soak fills millions a step): the low 32 bits decide valid or
+     * not (95 / 5%), the high 32 bits pick the row or the kind of invalid id. */
+    const uint64_t x = smla_rng_next(rng);
+    const uint64_t pick = x >> 32;
+    if ((uint32_t)x >= 214748365u) /* 0.05 x 2^32 */
+        return (int32_t)((pick * (uint64_t)rows) >> 32);
+    return invalid[(pick * 6) >> 32];
 }
 
 int32_t smla_test_random_len(smla_rng *rng, int32_t columns)
