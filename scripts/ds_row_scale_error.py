@@ -27,15 +27,9 @@ import argparse
 
 import numpy as np
 
+from p_plane_error import e4m3  # this script's directory is on sys.path when run
+
 NOPE, ROPE, TILE = 448, 64, 64
-
-
-def e4m3(x):
-    """x rounded to the nearest E4M3 value (ties to even; subnormals below 2^-6; at most 448)."""
-    a = np.abs(x)
-    exp = np.maximum(np.floor(np.log2(np.maximum(a, 1e-30))), -6)
-    step = 2.0 ** (exp - 3)
-    return np.sign(x) * np.minimum(np.round(a / step) * step, 448.0)
 
 
 def bf16(x):

@@ -12,6 +12,7 @@
 #include "check_floor.h"
 #include "check_problem.h"
 #include "check_table.h"
+#include "kv_format.h"
 #include "testutil.h"
 
 /* Whether a computed output element is non-zero (padding keeps the poison). */
@@ -58,10 +59,8 @@ static void count_mixed_scales(const smla_kv_pool *pool, int64_t rows[2])
 {
     if (pool->format != SMLA_KV_FP8_DS_MLA)
         return;
-    for (int64_t slot = 0; slot < pool->num_blocks * pool->block_size; slot++) {
-        const uint8_t *scales = (const uint8_t *)pool->data + slot / pool->block_size * pool->block_stride +
-                                (int64_t)pool->block_size * SMLA_DS_MLA_DATA_BYTES +
-                                slot % pool->block_size * SMLA_DS_MLA_SCALE_BYTES;
+    for (int64_t slot = 0; slot < smla_kv_pool_rows(pool); slot++) {
+        const uint8_t *scales = (const uint8_t *)pool->data + smla_kv_slot_scales(pool, slot);
         int mixed = 0;
         for (int i = 1; i < SMLA_DS_MLA_NOPE / SMLA_DS_MLA_TILE; i++)
             mixed |= scales[i] != scales[0];
