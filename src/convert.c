@@ -10,6 +10,7 @@
 #define E4M3_NAN 0x7F
 #define E4M3_MIN_NORMAL_EXP (-6)
 #define E4M3_MANTISSA_BITS 3
+#define E4M3_BIAS 7
 
 static uint32_t float_bits(float value)
 {
@@ -48,7 +49,7 @@ float smla_e4m3_to_float(uint8_t bits)
     if (exponent == 0) {
         magnitude = (float)mantissa * 0x1p-9f; /* 2^(E4M3_MIN_NORMAL_EXP - E4M3_MANTISSA_BITS) */
     } else {
-        const uint32_t wide = ((exponent + 127 - 7) << 23) | (mantissa << (23 - E4M3_MANTISSA_BITS));
+        const uint32_t wide = ((exponent + 127 - E4M3_BIAS) << 23) | (mantissa << (23 - E4M3_MANTISSA_BITS));
         memcpy(&magnitude, &wide, sizeof magnitude);
     }
     return (bits & 0x80) ? -magnitude : magnitude;
@@ -79,7 +80,7 @@ uint8_t smla_float_to_e4m3(float value)
         /* Normal: the float's top 3 mantissa bits, rounded on the other 20; the exponent
          * bias goes from 127 to 7. */
         const uint32_t rounded = (magnitude + 0x7FFFFu + ((magnitude >> 20) & 1u)) >> 20;
-        return (uint8_t)(sign | (rounded - ((127u - 7u) << E4M3_MANTISSA_BITS)));
+        return (uint8_t)(sign | (rounded - ((127u - E4M3_BIAS) << E4M3_MANTISSA_BITS)));
     }
     /* Subnormal E4M3 (steps of 2^-9): the code is value * 2^9 rounded, 0 below 2^-11. */
     const int exponent = (int)(magnitude >> 23) - 127;

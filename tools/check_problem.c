@@ -26,16 +26,16 @@ static int chance(smla_tool_rng *rng, double probability)
     return smla_tool_rng_uniform(rng) < probability;
 }
 
-/* A row of N(0, 1) values whose 64-value tiles differ in magnitude (each times
- * e^(0.5 N(0, 1)), as activations with outlier channels: fp8_ds_mla's tile scales then
- * differ within a row), scaled back to an RMS of 1 so that the logits keep the std the
- * problem draws. */
+/* A row of N(0, 1) values whose fp8_ds_mla tiles (SMLA_DS_MLA_TILE values) differ in
+ * magnitude (each times e^(0.5 N(0, 1)), as activations with outlier channels: the tile
+ * scales then differ within a row), scaled back to an RMS of 1 so that the logits keep the
+ * std the problem draws. */
 static void random_row(smla_tool_rng *rng, float *row)
 {
     double sum = 0.0;
-    for (int tile = 0; tile < SMLA_HEAD_DIM / 64; tile++) {
+    for (int tile = 0; tile < SMLA_HEAD_DIM / SMLA_DS_MLA_TILE; tile++) {
         const double f = exp(0.5 * smla_tool_rng_normal(rng));
-        for (int i = 64 * tile; i < 64 * tile + 64; i++) {
+        for (int i = SMLA_DS_MLA_TILE * tile; i < SMLA_DS_MLA_TILE * (tile + 1); i++) {
             row[i] = (float)(f * smla_tool_rng_normal(rng));
             sum += (double)row[i] * row[i];
         }
