@@ -2,7 +2,8 @@
  * query type, KV formats (also mixed), with and without positions, through plans, flat and
  * peaked logits, FP8 queries beside their quantisation floor (DESIGN section 8); then
  * bit-exactness checks (repeat runs, segmentation, running a slice of the batch alone, a
- * launch large enough to walk against the same tokens in per-item launches). */
+ * launch large enough to walk against the same tokens in per-item launches, 128 heads
+ * against each 64-head group alone). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +265,53 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
     return !same;
 }
 
+/* Heads [first, first + n) of a [T][H](...) tensor (dimension 1), or the empty tensor. */
+static smla_tensor heads_of(smla_tensor t, int64_t first, int64_t n)
+{
+    if (t.data) {
+        t.data = (char *)t.data + first * t.stride[1] * (int64_t)smla_dtype_size(t.dtype);
+        t.shape[1] = n;
+    }
+    return t;
+}
+
+/* 128 heads against each 64-head group run alone, bit for bit (split FIXED, so that the
+ * splits do not follow the launch's item count): a head's arithmetic must not depend on
+ * how many heads the launch holds, also where the two head groups of a token could share
+ * work (a cluster that widens or transposes each tile once for both: docs/prepared). */
+static int check_head_groups(smla_context *ctx, smla_dtype q_dtype, kv_combo kv, smla_tool_rng *rng)
+{
+    const smla_check_config cfg = {128, q_dtype, kv.swa, kv.extra, SMLA_CHECK_POSITIONS_SEQLENS, 300, 1,
+                                   SMLA_CHECK_LOGITS_ANY};
+    smla_check_problem p;
+    if (smla_check_problem_make(&cfg, rng, &p) != SMLA_OK)
+        return 1;
+    smla_check_problem_set_split(&p, SMLA_SPLIT_FIXED);
+    output_copy whole, groups;
+    int bad = output_alloc(&p, &whole) | output_alloc(&p, &groups);
+    bad = bad || run_gpu(ctx, &p, 0, 0, whole.out, whole.lse);
+    for (int g = 0; !bad && g < 2; g++) {
+        smla_check_problem sub = p;
+        smla_attention_args *a = &sub.args;
+        a->q = heads_of(a->q, 64 * g, 64);
+        a->out = heads_of(a->out, 64 * g, 64);
+        a->lse = heads_of(a->lse, 64 * g, 64);
+        if (a->sinks.data) {
+            a->sinks.data = (float *)a->sinks.data + 64 * g;
+            a->sinks.shape[0] = 64;
+        }
+        bad = run_gpu(ctx, &sub, 0, 0, groups.out + 64 * g * SMLA_HEAD_DIM, groups.lse ? groups.lse + 64 * g : NULL);
+    }
+    const int same = !bad && outputs_equal(&p, &whole, &groups);
+    printf("  head groups (split fixed) H=128 q=%-4s %s: against 2 x 64 heads %s\n",
+           q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description,
+           bad ? "FAILED TO RUN" : same ? "identical" : "DIFFERENT");
+    output_free(&whole);
+    output_free(&groups);
+    smla_check_problem_free(&p);
+    return !same;
+}
+
 /* Bit-exactness on the GPU (split-KV at fixed points, SMLA_SPLIT_FIXED): the same
  * problem twice; through a plan with segments versus one sequence per request; the first
  * `keep` tokens run alone versus in the batch. */
@@ -345,6 +393,11 @@ static int run_checks(smla_context *ctx, const check_options *o)
         for (size_t qi = 0; qi < 2 && covers_heads(o, walking_heads[hi]); qi++)
             for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
                 inv_failures += check_walk(ctx, walking_heads[hi], qs[qi], kv_combos[ki], &rng);
+    /* Raw rows, which the BF16 path widens: fp8_ds_mla, and BF16 window rows beside E4M3 ones. */
+    static const kv_combo raw_combos[] = {{SMLA_KV_FP8_DS_MLA, SMLA_KV_FP8_DS_MLA}, {SMLA_KV_BF16, SMLA_KV_FP8}};
+    for (size_t qi = 0; qi < 2 && covers_heads(o, 128); qi++)
+        for (size_t ki = 0; ki < sizeof raw_combos / sizeof raw_combos[0]; ki++)
+            inv_failures += check_head_groups(ctx, qs[qi], raw_combos[ki], &rng);
     printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
            inv_failures, (unsigned long long)o->seed);
     return failures || inv_failures ? 1 : 0;
