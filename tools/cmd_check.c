@@ -275,6 +275,22 @@ static smla_tensor heads_of(smla_tensor t, int64_t first, int64_t n)
     return t;
 }
 
+/* Heads [first, first + n) of a problem, as a problem of their own (its tensors point
+ * into p's). */
+static smla_check_problem head_slice(const smla_check_problem *p, int first, int n)
+{
+    smla_check_problem sub = *p;
+    smla_attention_args *a = &sub.args;
+    a->q = heads_of(a->q, first, n);
+    a->out = heads_of(a->out, first, n);
+    a->lse = heads_of(a->lse, first, n);
+    if (a->sinks.data) {
+        a->sinks.data = (float *)a->sinks.data + first;
+        a->sinks.shape[0] = n;
+    }
+    return sub;
+}
+
 /* 128 heads against each 64-head group run alone, bit for bit (split FIXED, so that the
  * splits do not follow the launch's item count): a head's arithmetic must not depend on
  * how many heads the launch holds, also where the two head groups of a token could share
@@ -291,15 +307,7 @@ static int check_head_groups(smla_context *ctx, smla_dtype q_dtype, kv_combo kv,
     int bad = output_alloc(&p, &whole) | output_alloc(&p, &groups);
     bad = bad || run_gpu(ctx, &p, 0, 0, whole.out, whole.lse);
     for (int g = 0; !bad && g < 2; g++) {
-        smla_check_problem sub = p;
-        smla_attention_args *a = &sub.args;
-        a->q = heads_of(a->q, 64 * g, 64);
-        a->out = heads_of(a->out, 64 * g, 64);
-        a->lse = heads_of(a->lse, 64 * g, 64);
-        if (a->sinks.data) {
-            a->sinks.data = (float *)a->sinks.data + 64 * g;
-            a->sinks.shape[0] = 64;
-        }
+        const smla_check_problem sub = head_slice(&p, 64 * g, 64);
         bad = run_gpu(ctx, &sub, 0, 0, groups.out + 64 * g * SMLA_HEAD_DIM, groups.lse ? groups.lse + 64 * g : NULL);
     }
     const int same = !bad && outputs_equal(&p, &whole, &groups);
