@@ -25,6 +25,12 @@ expect 0 "decode-v4-pro-tp8 b24 " bench --list --preset decode-v4-pro-tp8 --batc
 [ "$(grep -c "decode-v4-pro-tp8 b" "$out")" -eq 4 ] || fail "--batch 8,24 does not list 2 batches x 2 formats"
 expect 2 "'0' is not a number of requests" bench --list --batch 8,0
 expect 2 "at most 8 batch sizes" bench --list --batch 1,2,3,4,5,6,7,8,9
+expect 0 "v41-flash-tp4 q8192+p0 h32 " bench --list --preset v41-flash-tp4 --heads 32
+grep -q "v41-flash-tp4 q8192+p0 h32 .* 32 " "$out" || fail "--heads 32 does not list 32 heads"
+expect 2 "--heads must be 8, 16, 32, 64 or 128, not '24'" bench --list --heads 24
+expect 2 "--heads applies to the engine presets" bench --list --preset flashmla-shapes --heads 16
+expect 0 "v4-pro-tp1 q8192+p0 h16 " bench --list --heads 16
+! grep -q "flashmla" "$out" || fail "--heads without --preset lists flashmla-shapes"
 expect 0 "usage: smla bench" bench --help
 expect 2 "not a preset" bench --preset nope --list
 expect 2 "'0' is not an integer in \\[1, 2147483647\\] or off" bench --cap 0 --list

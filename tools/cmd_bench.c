@@ -26,7 +26,8 @@
 static const char usage_text[] =
     "usage: smla bench [--preset NAME[,NAME...]] [--q fp8|bf16] [--kv fp8|bf16|fp8_ds_mla]\n"
     "                  [--cap N|off[,N|off...]] [--split auto|fixed|none[,...]]\n"
-    "                  [--batch N[,N...]] [--staging] [--iters N] [--json FILE] [--list]\n"
+    "                  [--batch N[,N...]] [--heads N] [--staging] [--iters N] [--json FILE]\n"
+    "                  [--list]\n"
     "\n"
     "Times sparse MLA attention on the GPU (CUDA events: %d warm-up runs, then the median\n"
     "of --iters runs, default %d). Each case's inputs are rotated among copies when one\n"
@@ -49,6 +50,9 @@ static const char usage_text[] =
     "\n"
     "  --batch  the decode presets' batch sizes in requests (at most %d, each in\n"
     "           [1, %d]) instead of 2, 64, 128, 256\n"
+    "  --heads  the engine presets' query heads (8, 16, 32, 64 or 128) instead of their\n"
+    "           own; the case names get \" hN\" (not with flashmla-shapes, whose shapes\n"
+    "           are head counts; without --preset, the engine prefill presets)\n"
     "  --cap    prefill segment caps of the plan, one run per cap (off = no segmentation);\n"
     "           default: the planner's default\n"
     "  --split  split-KV modes, one run per mode (default: auto, the library's): auto\n"
@@ -77,6 +81,7 @@ typedef struct bench_options {
     int num_splits;
     int32_t batches[SMLA_BENCH_MAX_BATCHES];
     int num_batches;
+    int32_t heads; /* 0: the presets' */
     int staging;
     int iters;
     const char *json;
@@ -209,6 +214,11 @@ static int parse_options(int argc, char **argv, bench_options *o)
         } else if (!strcmp(arg, "--batch")) {
             if (!parse_list(arg, value, o, batch_item))
                 return 2;
+        } else if (!strcmp(arg, "--heads")) {
+            uint64_t n;
+            if (!smla_cli_parse_uint(value, strlen(value), 8, 128, &n) || (n & (n - 1)) != 0)
+                return bad_option("--heads must be 8, 16, 32, 64 or 128, not '%s'", value);
+            o->heads = (int32_t)n;
         } else if (!strcmp(arg, "--q")) {
             o->q_dtype = !strcmp(value, "fp8")    ? SMLA_DTYPE_FP8_E4M3
                          : !strcmp(value, "bf16") ? SMLA_DTYPE_BF16
@@ -233,15 +243,32 @@ static int parse_options(int argc, char **argv, bench_options *o)
     }
     if (o->staging && !staging_defaults(o))
         return 2;
-    if (o->num_presets == 0)
-        for (int p = 0; p < smla_bench_num_presets(); p++)
-            if (smla_bench_preset_is_prefill(p))
+    if (o->num_presets == 0) /* with --heads, the engine ones */
+        for (int p = 0; p < smla_bench_num_presets(); p++) {
+            const int rows_shapes = !strcmp(smla_bench_preset_name(p), "flashmla-shapes");
+            if (smla_bench_preset_is_prefill(p) && !(o->heads && rows_shapes))
                 o->presets[o->num_presets++] = p;
+        }
+    for (int i = 0; o->heads && i < o->num_presets; i++)
+        if (!strcmp(smla_bench_preset_name(o->presets[i]), "flashmla-shapes"))
+            return bad_option("--heads applies to the engine presets, not %s", "flashmla-shapes");
     if (o->num_caps == 0)
         o->caps[o->num_caps++] = SMLA_SEGMENT_CAP_DEFAULT;
     if (o->num_splits == 0)
         o->splits[o->num_splits++] = SMLA_SPLIT_AUTO;
     return -1;
+}
+
+/* The cases of preset `preset` under the options (--q, --kv, --batch, --heads). */
+static int preset_cases(const bench_options *o, int preset, smla_bench_case *cases)
+{
+    const int n = smla_bench_preset_cases(preset, o->q_dtype, o->kv_format, o->batches, o->num_batches, cases);
+    for (int c = 0; o->heads && c < n; c++) {
+        const size_t len = strlen(cases[c].name);
+        cases[c].heads = o->heads;
+        snprintf(cases[c].name + len, sizeof cases[c].name - len, " h%d", (int)o->heads);
+    }
+    return n;
 }
 
 static void list_cases(const bench_options *o)
@@ -250,8 +277,7 @@ static void list_cases(const bench_options *o)
     printf("%-34s %-4s %-10s %6s %5s %7s %7s %6s\n", "case", "q", "kv", "reqs", "heads",
            "topk", "tokens", "prefix");
     for (int i = 0; i < o->num_presets; i++) {
-        const int n = smla_bench_preset_cases(o->presets[i], o->q_dtype, o->kv_format, o->batches,
-                                                o->num_batches, cases);
+        const int n = preset_cases(o, o->presets[i], cases);
         for (int c = 0; c < n; c++) {
             const smla_bench_case *k = &cases[c];
             const int rows = k->kind == SMLA_BENCH_RANDOM_ROWS;
@@ -467,8 +493,7 @@ static int run_bench(smla_context *ctx, const bench_options *o)
     smla_bench_case cases[SMLA_BENCH_MAX_CASES];
     int failed = 0;
     for (int i = 0; i < o->num_presets; i++) {
-        const int n = smla_bench_preset_cases(o->presets[i], o->q_dtype, o->kv_format, o->batches,
-                                                o->num_batches, cases);
+        const int n = preset_cases(o, o->presets[i], cases);
         for (int c = 0; c < n; c++)
             failed += run_case(ctx, o, &cases[c], rows);
     }
