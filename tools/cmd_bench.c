@@ -120,6 +120,9 @@ static int parse_list(const char *option, const char *text, bench_options *o,
     }
 }
 
+/* flashmla-shapes: its shapes are head counts (--heads does not apply). */
+static int shapes_preset(int preset) { return !strcmp(smla_bench_preset_name(preset), "flashmla-shapes"); }
+
 static int preset_item(const char *entry, bench_options *o)
 {
     const int preset = smla_bench_find_preset(entry);
@@ -244,14 +247,12 @@ static int parse_options(int argc, char **argv, bench_options *o)
     if (o->staging && !staging_defaults(o))
         return 2;
     if (o->num_presets == 0) /* with --heads, the engine ones */
-        for (int p = 0; p < smla_bench_num_presets(); p++) {
-            const int rows_shapes = !strcmp(smla_bench_preset_name(p), "flashmla-shapes");
-            if (smla_bench_preset_is_prefill(p) && !(o->heads && rows_shapes))
+        for (int p = 0; p < smla_bench_num_presets(); p++)
+            if (smla_bench_preset_is_prefill(p) && !(o->heads && shapes_preset(p)))
                 o->presets[o->num_presets++] = p;
-        }
     for (int i = 0; o->heads && i < o->num_presets; i++)
-        if (!strcmp(smla_bench_preset_name(o->presets[i]), "flashmla-shapes"))
-            return bad_option("--heads applies to the engine presets, not %s", "flashmla-shapes");
+        if (shapes_preset(o->presets[i]))
+            return bad_option("--heads applies to the engine presets, not %s", smla_bench_preset_name(o->presets[i]));
     if (o->num_caps == 0)
         o->caps[o->num_caps++] = SMLA_SEGMENT_CAP_DEFAULT;
     if (o->num_splits == 0)
