@@ -203,12 +203,12 @@ static int check_config(smla_context *ctx, const smla_check_config *cfg, const c
     return failures;
 }
 
-/* A tensor's rows [first, first + rows) (dimension 0), or the empty tensor as it is. */
-static smla_tensor rows_of(smla_tensor t, int64_t first, int64_t rows)
+/* Entries [first, first + n) of a tensor's dimension `dim`, or the empty tensor as it is. */
+static smla_tensor slice_of(smla_tensor t, int dim, int64_t first, int64_t n)
 {
     if (t.data) {
-        t.data = (char *)t.data + first * t.stride[0] * (int64_t)smla_dtype_size(t.dtype);
-        t.shape[0] = rows;
+        t.data = (char *)t.data + first * t.stride[dim] * (int64_t)smla_dtype_size(t.dtype);
+        t.shape[dim] = n;
     }
     return t;
 }
@@ -219,13 +219,13 @@ static smla_check_problem token_slice(const smla_check_problem *p, int64_t first
 {
     smla_check_problem sub = *p;
     smla_attention_args *a = &sub.args;
-    a->q = rows_of(a->q, first, n);
-    a->swa_indices = rows_of(a->swa_indices, first, n);
-    a->extra_indices = rows_of(a->extra_indices, first, n);
-    a->swa_lens = rows_of(a->swa_lens, first, n);
-    a->extra_lens = rows_of(a->extra_lens, first, n);
-    a->out = rows_of(a->out, first, n);
-    a->lse = rows_of(a->lse, first, n);
+    a->q = slice_of(a->q, 0, first, n);
+    a->swa_indices = slice_of(a->swa_indices, 0, first, n);
+    a->extra_indices = slice_of(a->extra_indices, 0, first, n);
+    a->swa_lens = slice_of(a->swa_lens, 0, first, n);
+    a->extra_lens = slice_of(a->extra_lens, 0, first, n);
+    a->out = slice_of(a->out, 0, first, n);
+    a->lse = slice_of(a->lse, 0, first, n);
     sub.out_elements = n * p->args.out.stride[0];
     return sub;
 }
@@ -265,29 +265,16 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
     return !same;
 }
 
-/* Heads [first, first + n) of a [T][H](...) tensor (dimension 1), or the empty tensor. */
-static smla_tensor heads_of(smla_tensor t, int64_t first, int64_t n)
-{
-    if (t.data) {
-        t.data = (char *)t.data + first * t.stride[1] * (int64_t)smla_dtype_size(t.dtype);
-        t.shape[1] = n;
-    }
-    return t;
-}
-
 /* Heads [first, first + n) of a problem, as a problem of their own (its tensors point
  * into p's). */
 static smla_check_problem head_slice(const smla_check_problem *p, int first, int n)
 {
     smla_check_problem sub = *p;
     smla_attention_args *a = &sub.args;
-    a->q = heads_of(a->q, first, n);
-    a->out = heads_of(a->out, first, n);
-    a->lse = heads_of(a->lse, first, n);
-    if (a->sinks.data) {
-        a->sinks.data = (float *)a->sinks.data + first;
-        a->sinks.shape[0] = n;
-    }
+    a->q = slice_of(a->q, 1, first, n);
+    a->out = slice_of(a->out, 1, first, n);
+    a->lse = slice_of(a->lse, 1, first, n);
+    a->sinks = slice_of(a->sinks, 0, first, n);
     return sub;
 }
 
