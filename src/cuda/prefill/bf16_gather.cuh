@@ -179,8 +179,9 @@ template <int kRows, int kThreads> struct Bf16Gather {
 
     // Q rows h0 .. h0+kHT-1 of token t, in the operand layout (FP8 queries widened to
     // BF16: every thread's loads are issued before the first conversion, so their round
-    // trips overlap).
-    template <int kHT> static __device__ void load_q(uint8_t *qs, const AttentionParams &p, int64_t t, int h0)
+    // trips overlap); kPadded: rows from `heads` on are zeros (a padded head group).
+    template <int kHT, bool kPadded = false>
+    static __device__ void load_q(uint8_t *qs, const AttentionParams &p, int64_t t, int h0, int heads = kHT)
     {
         const int tid = threadIdx.x;
         if (p.q_is_fp8) {
@@ -191,7 +192,9 @@ template <int kRows, int kThreads> struct Bf16Gather {
 #pragma unroll
             for (int k = 0; k < kChunks; k++) {
                 const int c = tid + k * kThreads;
-                v[k] = *reinterpret_cast<const uint4 *>(src + (c / 32) * 512 + (c % 32) * 16);
+                v[k] = !kPadded || c / 32 < heads
+                           ? *reinterpret_cast<const uint4 *>(src + (c / 32) * 512 + (c % 32) * 16)
+                           : make_uint4(0, 0, 0, 0);
             }
 #pragma unroll
             for (int k = 0; k < kChunks; k++) {
@@ -202,8 +205,11 @@ template <int kRows, int kThreads> struct Bf16Gather {
             }
         } else {
             const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;
-            for (int c = tid; c < kHT * 64; c += kThreads)
-                cp_async16(qs + tile_offset(kHT, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
+            for (int c = tid; c < kHT * 64; c += kThreads) {
+                const bool real = !kPadded || c / 64 < heads; // a padded row reads nothing from row 0
+                cp_async16(qs + tile_offset(kHT, c / 64, (c % 64) * 16), src + (real ? c / 64 : 0) * 1024 + (c % 64) * 16,
+                           real ? 16 : 0);
+            }
         }
     }
 };

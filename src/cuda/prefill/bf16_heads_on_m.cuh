@@ -320,11 +320,16 @@ __device__ __forceinline__ void fill_pair(const AttentionParams &p, const Shared
 // only: bf16m walks only under them (launch.cu's heads_on_m_walks; a walking producer that
 // widened FP8 Q lost 8-16%, and one that landed it raw and widened it in place 1-2%: v75
 // and v76, PERF sessions 19 and 20).
+// kPadded: the rows past the problem's heads read nothing (size 0) from row 0.
+template <bool kPadded>
 __device__ inline void producer_load_q(const AttentionParams &p, const Shared &sh, const ItemInfo &it, int tid)
 {
     const uint8_t *src = static_cast<const uint8_t *>(p.q) + (it.t * p.q_token_stride + int64_t(it.h0) * 512) * 2;
-    for (int c = tid; c < kHeads * 64; c += 128)
-        cp_async16(sh.q + tile_offset(kHeads, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16, 16);
+    for (int c = tid; c < kHeads * 64; c += 128) {
+        const bool real = !kPadded || c / 64 < heads_in_group<kPadded>(p);
+        cp_async16(sh.q + tile_offset(kHeads, c / 64, (c % 64) * 16), src + (real ? c / 64 : 0) * 1024 + (c % 64) * 16,
+                   real ? 16 : 0);
+    }
 }
 
 // The producer WG. Per pair of tiles it fills the four halves in the consumers' order,
@@ -342,12 +347,12 @@ __device__ inline void producer_load_q(const AttentionParams &p, const Shared &s
 // its Q, loaded once both consumer WGs' last S of the item before is done; pairs run on
 // across items (gk counts them for the row sets and the barrier phases). Without kWalk:
 // the one item `single`.
-template <bool kRaw, bool kWalk>
+template <bool kRaw, bool kWalk, bool kPadded>
 __device__ void produce(const AttentionParams &p, const Shared &sh, int tid, const ItemInfo &single)
 {
-    ItemWalk<Shared> walk(p, sh, tid);
+    ItemWalk<Shared, kPadded> walk(p, sh, tid);
     const ItemInfo &staged = walk.staged();
-    const auto load_item_q = [&](const ItemInfo &it) { producer_load_q(p, sh, it, tid); };
+    const auto load_item_q = [&](const ItemInfo &it) { producer_load_q<kPadded>(p, sh, it, tid); };
     if constexpr (kWalk) {
         if (!walk.start(load_item_q))
             return;
@@ -405,7 +410,7 @@ __device__ __forceinline__ void p_fragments(const float (&s)[32], uint4 (&pf)[4]
     }
 }
 
-struct Consumer {
+template <bool kPadded> struct Consumer {
     const AttentionParams &p;
     const Shared &sh;
     int wg, tid, warp, lane, r0; // r0: this thread's first accumulator row (head); r0 + 8 the other
@@ -615,7 +620,7 @@ struct Consumer {
         }
         if (tid == 0)
             timeline::mark(timeline::kLoopDone);
-        finish(p, sh, o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, 1.f);
+        finish<kPadded>(p, sh, o, m_run, l, it.t, it.h0, it.split, it.w.split, wg, tid, lane, r0, 1.f);
     }
 
     // kWalk: the items the producer hands over, until it says there are no more; else the
@@ -665,13 +670,14 @@ struct Consumer {
 
 // The CTA's work item(s) (see produce): tiles [first, first + ntiles) of token t (all of
 // them unless split), heads h0..h0+63, for each.
-template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw)
+// kPadded: 16 or 32 heads, one group padded to 64 (heads_on_m.cuh).
+template <bool kWalk, bool kPadded> __device__ inline void run(const AttentionParams &p, uint8_t *smem_raw)
 {
     const int tid = threadIdx.x, wg = warp_uniform(tid / 128);
     ItemInfo single{};
     if constexpr (!kWalk) {
-        const CtaWork c = cta_work(p);
-        if (!cta_work_item(p, c.t, c.h0, c.split, tid, &single.w))
+        const CtaWork c = cta_work<kPadded>(p);
+        if (!cta_work_item<kPadded>(p, c.t, c.h0, c.split, tid, &single.w))
             return;
         single.t = c.t;
         single.h0 = c.h0;
@@ -697,30 +703,31 @@ template <bool kWalk> __device__ inline void run(const AttentionParams &p, uint8
     if (wg == 2) {
         regs_decrease<kProducerRegs>();
         if (!kWalk && has_raw_rows(p))
-            produce<true, kWalk>(p, sh, tid - 256, single);
+            produce<true, kWalk, kPadded>(p, sh, tid - 256, single);
         else
-            produce<false, kWalk>(p, sh, tid - 256, single);
+            produce<false, kWalk, kPadded>(p, sh, tid - 256, single);
         return;
     }
     regs_increase<kConsumerRegs>();
     if constexpr (!kWalk) {
         // Q for both consumer WGs.
-        Bf16Gather<kRows, 256>::load_q<kHeads>(sh.q, p, single.t, single.h0);
+        Bf16Gather<kRows, 256>::load_q<kHeads, kPadded>(sh.q, p, single.t, single.h0, heads_in_group<kPadded>(p));
         q_landed();
         if (tid == 0)
             timeline::mark(timeline::kQLanded);
     }
     const int ctid = tid % 128, warp = ctid / 32, lane = tid % 32;
     // A walking CTA never sees raw rows (launch.cu's heads_on_m_walks): its code has no widening.
-    const Consumer c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, !kWalk && has_raw_rows(p)};
-    c.run<kWalk>(single);
+    const Consumer<kPadded> c{p, sh, wg, tid, warp, lane, warp * 16 + lane / 4, !kWalk && has_raw_rows(p)};
+    c.template run<kWalk>(single);
 }
 
-template <bool kWalk> __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
+template <bool kWalk, bool kPadded = false>
+__global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ AttentionParams p)
 {
     begin_kernel();
     extern __shared__ uint8_t smem[];
-    run<kWalk>(p, smem);
+    run<kWalk, kPadded>(p, smem);
 }
 
 } // namespace bf16m

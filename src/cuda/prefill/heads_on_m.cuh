@@ -193,23 +193,37 @@ __device__ __forceinline__ void begin_kernel()
 }
 
 // A work item: token, first head and split (items: tokens x 64-head groups x splits).
+// kPadded (bf16m at 16 or 32 heads, launch.cu): one group of 64 heads, the problem's
+// first, the others reading zeros and writing nothing.
 struct CtaWork {
     int64_t t;
     int h0, split;
 };
-__host__ __device__ __forceinline__ int64_t num_items(const AttentionParams &p)
+template <bool kPadded> __host__ __device__ __forceinline__ int head_groups(const AttentionParams &p)
 {
-    return p.num_tokens * (p.num_heads / kHeads) * p.splits;
+    return kPadded ? 1 : p.num_heads / kHeads;
 }
-__device__ __forceinline__ CtaWork item_work(const AttentionParams &p, int64_t item)
+// The heads of a group that the problem has.
+template <bool kPadded> __host__ __device__ __forceinline__ int heads_in_group(const AttentionParams &p)
 {
-    const int groups = p.num_heads / kHeads;
+    return kPadded ? p.num_heads : kHeads;
+}
+template <bool kPadded = false> __host__ __device__ __forceinline__ int64_t num_items(const AttentionParams &p)
+{
+    return p.num_tokens * head_groups<kPadded>(p) * p.splits;
+}
+template <bool kPadded = false> __device__ __forceinline__ CtaWork item_work(const AttentionParams &p, int64_t item)
+{
+    const int groups = head_groups<kPadded>(p);
     const int64_t token_group = item / p.splits;
     return CtaWork{token_group / groups, static_cast<int>(token_group % groups) * kHeads,
                    static_cast<int>(item % p.splits)};
 }
 // This CTA's item when the grid has one CTA per item.
-__device__ __forceinline__ CtaWork cta_work(const AttentionParams &p) { return item_work(p, blockIdx.x); }
+template <bool kPadded = false> __device__ __forceinline__ CtaWork cta_work(const AttentionParams &p)
+{
+    return item_work<kPadded>(p, blockIdx.x);
+}
 
 // A work item as a walking CTA's producer hands it to the consumers (ntiles 0: there are
 // no more).
@@ -225,7 +239,7 @@ struct ItemInfo {
 // its Q, loaded once the consumers' last S of item j - 1 is done (q_free). Smem: the
 // kernel's view of its shared memory (items, item_ready, q_free); load_q(item): the
 // kernel's Q copies by the producer's 128 threads.
-template <class Smem> struct ItemWalk {
+template <class Smem, bool kPadded = false> struct ItemWalk {
     const AttentionParams &p;
     const Smem &sh;
     int tid;
@@ -233,7 +247,7 @@ template <class Smem> struct ItemWalk {
     int j;               // items handed over
 
     __device__ ItemWalk(const AttentionParams &p_, const Smem &sh_, int tid_)
-        : p(p_), sh(sh_), tid(tid_), items(num_items(p_)), item(blockIdx.x), j(0)
+        : p(p_), sh(sh_), tid(tid_), items(num_items<kPadded>(p_)), item(blockIdx.x), j(0)
     {
     }
     __device__ ItemInfo &staged() const { return sh.items[2]; }
@@ -243,9 +257,9 @@ template <class Smem> struct ItemWalk {
     __device__ bool next_item()
     {
         for (; item < items; item += gridDim.x) {
-            const CtaWork c = item_work(p, item);
+            const CtaWork c = item_work<kPadded>(p, item);
             WorkItem w;
-            if (work_item(p, c.t, Lookup::kChain, c.h0, kHeads, c.split, kRows, tid, 128, &w)) {
+            if (work_item(p, c.t, Lookup::kChain, c.h0, heads_in_group<kPadded>(p), c.split, kRows, tid, 128, &w)) {
                 if (tid == 0)
                     staged() = ItemInfo{c.t, c.h0, c.split, w};
                 named_barrier(kProducer, 128);
@@ -310,10 +324,12 @@ template <int N> __device__ __forceinline__ void keep_until_done(const uint4 (&a
 
 // The CTA's share of token t (heads h0..h0+63, split `split`); false when there is none.
 // The consumer threads (tid < 256) write an empty token's output; all threads agree.
+template <bool kPadded = false>
 __device__ __forceinline__ bool cta_work_item(const AttentionParams &p, int64_t t, int h0, int split, int tid,
                                               WorkItem *w)
 {
-    return work_item(p, t, Lookup::kOneTrip, h0, kHeads, split, kRows, tid < 256 ? tid : kHeads * 64, 256, w);
+    return work_item(p, t, Lookup::kOneTrip, h0, heads_in_group<kPadded>(p), split, kRows,
+                     tid < 256 ? tid : kHeads * 64, 256, w);
 }
 
 // The consumers' Q copies landed and visible to wgmma, in both consumer WGs.
@@ -380,6 +396,7 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4], int lane)
 // buffer through its copy-out, and fp8m's next item waited for its V^T: v81, +2-4% on FP8
 // prefill. Stored straight from the accumulators' layout, 64 scattered 4-byte stores a
 // thread took as long as about two pairs of tiles, v6.1.)
+template <bool kPadded = false>
 __device__ inline void finish(const AttentionParams &p, const HandoffSmem &sh, float (&o)[128],
                               const float (&m_run)[2], float (&l)[2], int64_t t, int h0, int split,
                               bool split_token, int wg, int tid, int lane, int r0, float p_scale)
@@ -400,7 +417,8 @@ __device__ inline void finish(const AttentionParams &p, const HandoffSmem &sh, f
     named_barrier(kConsumers, 256);
     if (tid == 0)
         timeline::mark(timeline::kEpilogueSums);
-    if (tid < kHeads)
+    const int heads = heads_in_group<kPadded>(p); // kPadded: the other heads write nothing
+    if (tid < heads)
         finish_head(p, t, h0, tid, split, split_token, sh.mfinal[tid], sh.sums, 2, kHeads, p_scale, sh.scale);
     named_barrier(kConsumers, 256);
     if (tid == 0)
@@ -430,8 +448,9 @@ __device__ inline void finish(const AttentionParams &p, const HandoffSmem &sh, f
                 const __nv_bfloat162 v = __floats2bfloat162_rn(o[i] * f[r], o[i + 1] * f[r]);
                 w[b] = *reinterpret_cast<const uint32_t *>(&v);
             }
-            quad_transpose(w, lane);
-            *reinterpret_cast<uint4 *>(row + 32 * g) = make_uint4(w[0], w[1], w[2], w[3]);
+            quad_transpose(w, lane); // a quad's four lanes hold one head: all store or none
+            if (!kPadded || r0 + 8 * r < heads)
+                *reinterpret_cast<uint4 *>(row + 32 * g) = make_uint4(w[0], w[1], w[2], w[3]);
         }
     }
     if (tid == 0)

@@ -126,6 +126,13 @@ cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg
     return launch_bf16<kHT>(p, stream);
 }
 
+// The heads-on-M kernels' work items: fewer than 64 heads are one padded group (bf16m).
+bool heads_on_m_padded(const AttentionParams &p) { return p.num_heads < heads_on_m::kHeads; }
+int64_t heads_on_m_items(const AttentionParams &p)
+{
+    return heads_on_m_padded(p) ? heads_on_m::num_items<true>(p) : heads_on_m::num_items<false>(p);
+}
+
 // The heads-on-M kernels (fp8m, bf16m) walk the items with a CTA per SM when there are
 // more than two per SM, no token is split and the launch is not a plan's decodes alone
 // (fp8_heads_on_m.cuh: the gain on prefill, 1-6%, turns into a loss for a CTA's first one
@@ -137,7 +144,7 @@ cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg
 bool heads_on_m_walks(const AttentionParams &p, bool fp8_path, int sm_count, bool decodes_only)
 {
     return p.heads_per_cta == heads_on_m::kHeads && !decodes_only && p.splits == 1 &&
-           heads_on_m::num_items(p) > 2 * int64_t(sm_count) &&
+           heads_on_m_items(p) > 2 * int64_t(sm_count) &&
            (fp8_path || (!p.q_is_fp8 && !has_raw_rows(p)));
 }
 
@@ -162,13 +169,15 @@ cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool wal
     case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, sm_count, stream); break;
     default:
         if (!fp8_path && walk)
-            err = launch_heads_on_m(bf16m::kernel<true>, heads_on_m::kThreads, bf16m::Layout::kBytes, sm_count, p, stream);
+            err = launch_heads_on_m(heads_on_m_padded(p) ? bf16m::kernel<true, true> : bf16m::kernel<true>,
+                                    heads_on_m::kThreads, bf16m::Layout::kBytes, sm_count, p, stream);
         else if (!fp8_path)
-            err = launch_heads_on_m(bf16m::kernel<false>, heads_on_m::kThreads, bf16m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
+            err = launch_heads_on_m(heads_on_m_padded(p) ? bf16m::kernel<false, true> : bf16m::kernel<false>,
+                                    heads_on_m::kThreads, bf16m::Layout::kBytes, heads_on_m_items(p), p, stream);
         else if (walk)
             err = launch_heads_on_m(fp8m::kernel<true>, fp8m::kThreads, fp8m::Layout::kBytes, sm_count, p, stream);
         else
-            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::kThreads, fp8m::Layout::kBytes, heads_on_m::num_items(p), p, stream);
+            err = launch_heads_on_m(fp8m::kernel<false>, fp8m::kThreads, fp8m::Layout::kBytes, heads_on_m_items(p), p, stream);
         break;
     }
     if (err != cudaSuccess || p.splits == 1)
@@ -203,7 +212,7 @@ void choose_splits(const smla_problem *pr, int64_t work_slots, int tile_multiple
         p->split_tiles = kFixedSplitEntries / p->tile_rows;
         pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
     } else {
-        const int64_t items = pr->num_tokens * (pr->num_heads / p->heads_per_cta);
+        const int64_t items = pr->num_tokens * ((pr->num_heads + p->heads_per_cta - 1) / p->heads_per_cta);
         p->split_tiles = smla_auto_split_tiles(items, work_slots, max_tiles, tile_multiple);
         pieces = (max_tiles + p->split_tiles - 1) / p->split_tiles;
     }
@@ -236,6 +245,11 @@ bool is_ds_pool(const smla_index_set &set)
     return !set.indices || set.pool.format == SMLA_KV_FP8_DS_MLA;
 }
 
+bool is_bf16_pool(const smla_index_set &set)
+{
+    return !set.indices || set.pool.format == SMLA_KV_BF16;
+}
+
 } // namespace
 } // namespace smla
 
@@ -256,7 +270,12 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // each); over fp8_ds_mla rows, under either query type, the same kernel with at most 16
     // heads per warpgroup (ds_wg_heads); otherwise the entries-on-M BF16 kernel. Each
     // computes every head alike whatever the head tile.
-    const bool on_m = pr->num_heads % heads_on_m::kHeads == 0;
+    // 16 and 32 heads over BF16 rows: bf16m with the head group padded to 64 (its rate
+    // counted on the real heads, 1/4 and 1/2 of 64 heads', is above the entries-on-M BF16
+    // kernel's at 16 heads: 139 against 93 TFLOP/s predicted, docs/perf/LOG.md session 35).
+    const bool padded = !fp8_path && is_bf16_pool(pr->swa) && is_bf16_pool(pr->extra) &&
+                        (pr->num_heads == 16 || pr->num_heads == 32);
+    const bool on_m = pr->num_heads % heads_on_m::kHeads == 0 || padded;
     const bool ds_wg = !fp8_path && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
     const bool fp8_wg = (fp8_path && !on_m) || ds_wg; // ds_wg excludes on_m itself
     p.heads_per_cta = on_m    ? heads_on_m::kHeads
@@ -265,7 +284,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
                                : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
     p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
     choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, on_m ? 2 : 1, &p);
-    const int64_t items = pr->num_tokens * (pr->num_heads / p.heads_per_cta) * p.splits;
+    const int64_t items = pr->num_tokens * ((pr->num_heads + p.heads_per_cta - 1) / p.heads_per_cta) * p.splits;
     if (items > 0x7FFFFFFF || pr->num_tokens * pr->num_heads > 0x7FFFFFFF)
         return smla_fail(ctx, SMLA_ERR_SHAPE, "q: %lld tokens are more than one launch can hold", (long long)pr->num_tokens);
     if (p.splits > 1) {
