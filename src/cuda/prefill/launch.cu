@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cuda_runtime.h>
 
+#include "bf16_entries_ring.cuh"
 #include "bf16_heads_on_m.cuh"
 #include "bf16_shared_tile.cuh"
 #include "combine.cuh"
@@ -106,16 +107,24 @@ template <int kHT> cudaError_t launch_ds_wg(const AttentionParams &p, int sm_cou
     return p.q_is_fp8 ? launch_fp8<kHT, true>(p, sm_count, stream) : launch_fp8<kHT, true, true>(p, sm_count, stream);
 }
 
-template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, cudaStream_t stream)
+// bf16ring: a CTA per SM (at most one per item), each walking its items.
+template <int kHT> cudaError_t launch_bf16(const AttentionParams &p, bool ring, int sm_count, cudaStream_t stream)
 {
-    return launch_programmatic(bf16::kernel<kHT>, p.num_tokens * (p.num_heads / kHT) * p.splits, bf16::kThreads,
-                               bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
+    const int64_t items = p.num_tokens * (p.num_heads / kHT) * p.splits;
+    if constexpr (kHT <= bf16ring::kMaxHeads) {
+        if (ring)
+            return launch_programmatic(bf16ring::kernel<kHT>, std::min<int64_t>(items, sm_count), bf16ring::kThreads,
+                                       bf16ring::Layout<kHT>::kBytes, p, stream);
+    }
+    return launch_programmatic(bf16::kernel<kHT>, items, bf16::kThreads, bf16::Bf16Config<kHT>::kSmemBytes, p, stream);
 }
 
 // kHT (8-32) heads per work item: fp8wg over `fp8` rows, or over fp8_ds_mla rows (ds_wg,
-// at most kDsMaxHeads heads, either query type), else the entries-on-M BF16 kernel.
+// at most kDsMaxHeads heads, either query type), else an entries-on-M BF16 kernel (ring:
+// bf16ring, BF16 rows under BF16 queries).
 template <int kHT>
-cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg, int sm_count, cudaStream_t stream)
+cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg, bool ring, int sm_count,
+                             cudaStream_t stream)
 {
     if (fp8_path)
         return launch_fp8<kHT, false>(p, sm_count, stream);
@@ -123,7 +132,7 @@ cudaError_t launch_head_tile(const AttentionParams &p, bool fp8_path, bool ds_wg
         if (ds_wg)
             return launch_ds_wg<kHT>(p, sm_count, stream);
     }
-    return launch_bf16<kHT>(p, stream);
+    return launch_bf16<kHT>(p, ring, sm_count, stream);
 }
 
 // The heads-on-M kernels' work items: fewer than 64 heads are one padded group (bf16m).
@@ -160,13 +169,15 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int threads, int 
 // combine step when tokens are split.
 // ds_wg: fp8_ds_mla rows at 8-16 heads per WG (fp8wg with kDs).
 // walk: a heads-on-M launch takes the walking form (heads_on_m_walks).
-cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool walk, int sm_count, cudaStream_t stream)
+// ring: 8-32 heads over BF16 rows under BF16 queries (bf16ring).
+cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool walk, bool ring, int sm_count,
+                   cudaStream_t stream)
 {
     cudaError_t err;
     switch (p.heads_per_cta) {
-    case 8: err = launch_head_tile<8>(p, fp8_path, ds_wg, sm_count, stream); break;
-    case 16: err = launch_head_tile<16>(p, fp8_path, ds_wg, sm_count, stream); break;
-    case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, sm_count, stream); break;
+    case 8: err = launch_head_tile<8>(p, fp8_path, ds_wg, ring, sm_count, stream); break;
+    case 16: err = launch_head_tile<16>(p, fp8_path, ds_wg, ring, sm_count, stream); break;
+    case 32: err = launch_head_tile<32>(p, fp8_path, ds_wg, ring, sm_count, stream); break;
     default:
         if (!fp8_path && walk)
             err = launch_heads_on_m(heads_on_m_padded(p) ? bf16m::kernel<true, true> : bf16m::kernel<true>,
@@ -270,19 +281,23 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // each); over fp8_ds_mla rows, under either query type, the same kernel with at most 16
     // heads per warpgroup (ds_wg_heads); otherwise the entries-on-M BF16 kernel. Each
     // computes every head alike whatever the head tile.
-    // 16 and 32 heads over BF16 rows: bf16m with the head group padded to 64 (its rate
-    // counted on the real heads, 1/4 and 1/2 of 64 heads', is above the entries-on-M BF16
-    // kernel's at 16 heads: 139 against 93 TFLOP/s predicted, docs/perf/LOG.md session 35).
-    const bool padded = !fp8_path && is_bf16_pool(pr->swa) && is_bf16_pool(pr->extra) &&
-                        (pr->num_heads == 16 || pr->num_heads == 32);
+    // Over BF16 rows at 8-32 heads: under BF16 queries, 8 and 16 heads (and other counts
+    // below 32) take bf16ring, at most 16 heads an item; 32 heads, and 16 under FP8
+    // queries, bf16m with the head group padded to 64 (its rate counted on the real
+    // heads, 1/4 or 1/2 of 64 heads', is above the entries-on-M kernel's: docs/perf/LOG.md
+    // session 36). Both choices depend on the heads and formats alone, never on the batch.
+    const bool bf16_rows = !fp8_path && is_bf16_pool(pr->swa) && is_bf16_pool(pr->extra);
+    const bool padded = bf16_rows && (pr->num_heads == 32 || (pr->num_heads == 16 && q_fp8));
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0 || padded;
     const bool ds_wg = !fp8_path && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
     const bool fp8_wg = (fp8_path && !on_m) || ds_wg; // ds_wg excludes on_m itself
+    const bool ring = bf16_rows && !on_m && !q_fp8;
     p.heads_per_cta = on_m    ? heads_on_m::kHeads
                       : ds_wg ? ds_wg_heads(pr, 2 * ctx->sm_count)
                       : fp8_wg ? smla_heads_per_cta(pr->num_tokens, pr->num_heads, 2 * ctx->sm_count, 32)
-                               : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count, 32);
-    p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : bf16::kTileRows;
+                               : smla_heads_per_cta(pr->num_tokens, pr->num_heads, ctx->sm_count,
+                                                    ring ? bf16ring::kMaxHeads : 32);
+    p.tile_rows = on_m ? heads_on_m::kRows : fp8_wg ? fp8wg::kRows : ring ? bf16ring::kRows : bf16::kTileRows;
     choose_splits(pr, fp8_wg ? 2 * ctx->sm_count : ctx->sm_count, on_m ? 2 : 1, &p);
     const int64_t items = pr->num_tokens * ((pr->num_heads + p.heads_per_cta - 1) / p.heads_per_cta) * p.splits;
     if (items > 0x7FFFFFFF || pr->num_tokens * pr->num_heads > 0x7FFFFFFF)
@@ -336,7 +351,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
 #endif
     const bool decodes_only = pr->has_plan && pr->plan.num_prefill_tokens == 0;
     const bool walk = heads_on_m_walks(p, fp8_path, ctx->sm_count, decodes_only);
-    const cudaError_t err = launch(p, fp8_path, ds_wg, walk, ctx->sm_count, stream);
+    const cudaError_t err = launch(p, fp8_path, ds_wg, walk, ring, ctx->sm_count, stream);
 #ifdef SMLA_TIMELINE
     // A walking heads-on-M launch has a CTA per SM, any other one CTA per item.
     timeline_write(p, fp8_path, walk ? ctx->sm_count : items, stream);
