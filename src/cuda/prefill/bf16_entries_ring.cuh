@@ -256,10 +256,14 @@ template <int kHT> struct Consumer {
             l[c] = 0.f;
             m[c] = -INFINITY;
         }
-        if (wg >= ntiles)
+        if (wg >= ntiles) {
+            // No tile: it frees Q at once and does not wait for it (the next item's Q may
+            // land before it would look, and its wait would then mean a later phase).
             mbar_arrive(r.q_empty);
-        mbar_wait(r.q_full, n & 1);
-        fence_proxy_async(); // Q landed through cp.async: visible to wgmma
+        } else {
+            mbar_wait(r.q_full, n & 1);
+            fence_proxy_async(); // Q landed through cp.async: visible to wgmma
+        }
         float *colmax = r.colmax + wg * 4 * kHT;
         uint8_t *ps = r.p + wg * (kHT * kRows * 2);
         const int r_lo = warp * 16 + lane / 4;
