@@ -31,6 +31,7 @@
 #include "../common/softmax.cuh"
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
+#include "entries_on_m_mma.cuh"
 #include "params.cuh"
 
 namespace smla {
@@ -210,38 +211,6 @@ template <int kHT> struct Consumer {
     float o[8][kSReg];
     float l[kCols], m[kCols];
 
-    // S^T for one tile: s = K[64 x 512] . Q^T.
-    __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *q) const
-    {
-        const SmemDesc a0 = desc_sw128(tile, 0), b0 = desc_sw128(q, 0);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 32; ks++) // K = 512 in steps of 16
-            WgmmaBf16SS<kHT>::run(s, a0 + k_step_units(ks, kRows), b0 + k_step_units(ks, kHT), ks > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_regs(s);
-    }
-
-    // O^T += V^T . P^T over one tile.
-    __device__ void accumulate(const uint8_t *tile, const uint8_t *ps)
-    {
-        const SmemDesc a0 = desc_sw128(tile, kRows * 128), b0 = desc_sw128(ps, 0);
-        wgmma_fence();
-#pragma unroll
-        for (int step = 0; step < 4; step++) { // K = 64 rows in steps of 16
-            const uint64_t b = b0 + k_step_units(step, kHT);
-#pragma unroll
-            for (int mb = 0; mb < 8; mb++)
-                WgmmaBf16SSTransA<kHT>::run(o[mb], a0 + (mb * (kRows * 128) + step * 2048) / 16, b, 1);
-        }
-        wgmma_commit();
-        wgmma_wait<0>();
-#pragma unroll
-        for (int mb = 0; mb < 8; mb++)
-            fence_regs(o[mb]);
-    }
-
     // This WG's tiles wg, wg + 2, ... of an item of ntiles tiles, the CTA's tiles g0, ...,
     // its n-th item (Q's phase). After its last S (or at once, without a tile) it frees Q.
     __device__ void run(const AttentionParams &p, const Ring &r, int ntiles, int g0, int n, int wg, int warp, int lane)
@@ -275,7 +244,7 @@ template <int kHT> struct Consumer {
             const uint64_t *info = r.rowinfo + stage * kRows;
             const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
             float s[kSReg];
-            score(s, tile, r.q);
+            score_entries_on_m<kHT, kRows>(s, tile, r.q);
             if (i + 2 >= ntiles)
                 mbar_arrive(r.q_empty); // this WG's last S of the item
 
@@ -327,7 +296,7 @@ template <int kHT> struct Consumer {
 #pragma unroll
                 for (int j = 0; j < kSReg; j++)
                     o[mb][j] *= alpha[col_of(j)];
-            accumulate(tile, ps);
+            accumulate_entries_on_m<kHT, kRows, 8, 4>(o, tile, ps);
             mbar_arrive(&r.empty[stage]);
         }
     }

@@ -20,6 +20,7 @@
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
 #include "bf16_gather.cuh"
+#include "entries_on_m_mma.cuh"
 #include "params.cuh"
 
 namespace smla {
@@ -50,39 +51,6 @@ template <int kHT> struct SharedTile {
     using Gather = Bf16Gather<kTileRows, kThreads>;
     static constexpr int kSReg = kHT / 2;  // S^T accumulators per thread
     static constexpr int kCols = kHT / 4;  // distinct heads per thread
-
-    // S^T for this WG's 64 rows of the tile: s = K[64 x 512] . Q^T.
-    static __device__ void score(float (&s)[kSReg], const uint8_t *tile, const uint8_t *qs, int wg)
-    {
-        const SmemDesc a0 = desc_sw128(tile + wg * (64 * 128), 0), b0 = desc_sw128(qs, 0);
-        wgmma_fence();
-#pragma unroll
-        for (int ks = 0; ks < 32; ks++) // K = 512 in steps of 16
-            WgmmaBf16SS<kHT>::run(s, a0 + k_step_units(ks, kTileRows),
-                                  b0 + k_step_units(ks, kHT), ks > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        fence_regs(s);
-    }
-
-    // O^T[this WG's 256 dims] += V^T . P^T over the tile.
-    static __device__ void accumulate(float (&o)[4][kSReg], const uint8_t *tile, const uint8_t *ps, int wg)
-    {
-            const SmemDesc a0 = desc_sw128(tile + 4 * wg * (kTileRows * 128), kTileRows * 128), b0 = desc_sw128(ps, 0);
-            wgmma_fence();
-#pragma unroll
-            for (int step = 0; step < 8; step++) { // K = 128 rows in steps of 16
-                const uint64_t b = b0 + k_step_units(step, kHT);
-#pragma unroll
-                for (int m = 0; m < 4; m++)
-                    WgmmaBf16SSTransA<kHT>::run(o[m], a0 + (m * (kTileRows * 128) + step * 2048) / 16, b, 1);
-            }
-            wgmma_commit();
-            wgmma_wait<0>();
-#pragma unroll
-            for (int m = 0; m < 4; m++)
-                fence_regs(o[m]);
-    }
 
     // Output dim of accumulator register i of M-tile m (this WG's).
     static __device__ __forceinline__ int out_dim(int m, int i, int wg)
@@ -152,7 +120,7 @@ template <int kHT> struct SharedTile {
             const EntrySlot next = has_next ? entry_slot(p, t, e_next, n_swa) : EntrySlot{-1, true};
 
             float s[kSReg];
-            score(s, tile, qs, wg);
+            score_entries_on_m<kHT, kTileRows>(s, tile + wg * (64 * 128), qs); // the WG's 64 rows
 
             // Scores in log2 units; masked rows are -inf. Column max over this warp's rows.
             const int r_lo = wg * 64 + warp * 16 + lane / 4;
@@ -210,7 +178,8 @@ template <int kHT> struct SharedTile {
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
                     o[m][i] *= alpha_s[acc_col(i, lane)];
-            accumulate(o, tile, ps, wg);
+            // O^T of the WG's 256 dims over the tile's 128 rows
+            accumulate_entries_on_m<kHT, kTileRows, 4, 8>(o, tile + 4 * wg * (kTileRows * 128), ps);
 
             if (tid < kTileRows && it + 2 < ntiles)
                 rowinfo[((it + 2) % 3) * kTileRows + tid] = slot_row(p, next, &scalerows[((it + 2) % 3) * kTileRows + tid]);
