@@ -16,9 +16,10 @@
 #               attention kernel family (FP8 and BF16 at 64 heads, FP8 at 16): details and
 #               per-SASS-line stall samples (read them with scripts/sass_stalls.py); the
 #               kernel durations of small decode batches; FP8 and BF16 queries over
-#               fp8_ds_mla at 16 heads (fp8wg). PROFILE_ONLY=NAME[,NAME...]: only those
-#               (ds_decode_b128, bf16_decode_b128, fp8_h64, bf16_h64, fp8_h16, fp8_ds_h16,
-#               bf16_ds_h16, decode_kernels)
+#               fp8_ds_mla at 16 heads (fp8wg); BF16 over bf16 rows at 16 heads (bf16ring).
+#               PROFILE_ONLY=NAME[,NAME...]: only those (ds_decode_b128, bf16_decode_b128,
+#               fp8_h64, bf16_h64, fp8_h16, fp8_ds_h16, bf16_ds_h16, bf16_h16,
+#               decode_kernels)
 #     dsmla     GPU tests, smla check, staging vs direct (both query types), the decode
 #               presets, the flashmla-shapes (BF16, FP8, fp8 rows under BF16 queries), the
 #               16-head prefill presets, the gather ceilings (bench_gather), the
@@ -329,7 +330,8 @@ ab)
     step ab_table python3 "$root/scripts/ab_table.py" "$out"
     ;;
 profile)
-    # The attention kernels are all named `kernel` (namespaces fp8wg, fp8m, bf16, bf16m);
+    # The attention kernels are all named `kernel` (namespaces fp8wg, fp8m, bf16, bf16m,
+    # bf16ring);
     # `profile NAME SKIP BENCH-ARGS...` profiles the launch after the first SKIP (with
     # --iters 1 a bench case launches four times, three warm-ups first). Full section set,
     # then the report's details and its per-SASS-line stall samples.
@@ -353,6 +355,7 @@ profile)
     profile fp8_h16 2 --preset v41-flash-tp4
     profile fp8_ds_h16 2 --preset v41-flash-tp4 --kv fp8_ds_mla
     profile bf16_ds_h16 2 --preset v41-flash-tp4 --q bf16 --kv fp8_ds_mla
+    profile bf16_h16 2 --preset v41-flash-tp4 --q bf16 --kv bf16 # bf16ring
     # Decode at small batches: how the time splits between the attention kernel and the
     # combine, per cache format (fp8 on fp8m, fp8_ds_mla on bf16m).
     if wanted decode_kernels; then
