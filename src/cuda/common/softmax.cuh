@@ -20,6 +20,11 @@ __device__ __forceinline__ float fast_exp2(float x)
 
 // Column (head) of f32 accumulator register i in the wgmma accumulator layout.
 __device__ __forceinline__ int acc_col(int i, int lane) { return (i / 4) * 8 + (lane % 4) * 2 + (i % 2); }
+// A thread holds HT / 4 distinct columns of an m64nHT accumulator (HT / 2 registers, each
+// column in two: rows g and g + 8): the first register of its column c, and the column of
+// register i.
+__device__ __forceinline__ constexpr int col_reg(int c) { return (c / 2) * 4 + (c % 2); }
+__device__ __forceinline__ constexpr int reg_col(int i) { return (i / 4) * 2 + (i % 2); }
 
 // The largest of a column's accumulators over a warp's 16 rows: this lane's two (rows g,
 // g + 8) and those of the 7 other lanes holding the column (same lane % 4).
@@ -72,7 +77,7 @@ template <int kCols, int kHT> __device__ inline void store_warp_row_sums(const f
         v += __shfl_xor_sync(0xffffffffu, v, 8);
         v += __shfl_xor_sync(0xffffffffu, v, 16);
         if (lane < 4)
-            buf[slot * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = v;
+            buf[slot * kHT + acc_col(col_reg(c), lane)] = v;
     }
 }
 

@@ -60,7 +60,8 @@ template <int kHT> struct Layout {
     static constexpr int kMax = kSums + 8 * kHT * 4;                 // [wg][kHT]
     static constexpr int kScale = kMax + 2 * kHT * 4;                // [kHT]
     static constexpr int kItems = kScale + kHT * 4;                  // [2] RingItem
-    static constexpr int kBars = kItems + 2 * sizeof(RingItem);      // full[3], empty[3], q_full, q_empty, item_full[2], item_empty[2]
+    // full[3], empty[3], q_full, q_empty, item_full[2], item_empty[2]
+    static constexpr int kBars = kItems + 2 * sizeof(RingItem);
     static constexpr int kBytes = kBars + (2 * kStages + 6) * 8 + 1024; // + alignment slack
 };
 static_assert(Layout<kMaxHeads>::kBytes <= 227 * 1024, "shared memory per CTA");
@@ -205,9 +206,6 @@ template <int kHT> struct Consumer {
     static constexpr int kSReg = kHT / 2; // S^T accumulators per thread
     static constexpr int kCols = kHT / 4; // distinct heads per thread
 
-    // Accumulator register i's column index among this thread's kCols.
-    static __device__ __forceinline__ int col_of(int i) { return (i / 4) * 2 + (i % 2); }
-
     float o[8][kSReg];
     float l[kCols], m[kCols];
 
@@ -254,7 +252,7 @@ template <int kHT> struct Consumer {
                 s[j] = ((j % 4) >= 2 ? v_hi : v_lo) ? s[j] * p.scale_log2 : -INFINITY;
 #pragma unroll
             for (int c = 0; c < kCols; c++) {
-                const int j = (c / 2) * 4 + (c % 2);
+                const int j = col_reg(c);
                 const float cmax = warp_column_max(s[j], s[j + 2]);
                 if (lane < 4)
                     colmax[warp * kHT + acc_col(j, lane)] = cmax;
@@ -263,7 +261,7 @@ template <int kHT> struct Consumer {
             float alpha[kCols], m_use[kCols];
 #pragma unroll
             for (int c = 0; c < kCols; c++) {
-                const int col = acc_col((c / 2) * 4 + (c % 2), lane);
+                const int col = acc_col(col_reg(c), lane);
                 float tmax = colmax[col];
 #pragma unroll
                 for (int w = 1; w < 4; w++)
@@ -277,7 +275,7 @@ template <int kHT> struct Consumer {
             // P = exp2(s - m); row sums; P^T to shared memory in the O^T operand layout.
 #pragma unroll
             for (int c = 0; c < kCols; c++) {
-                const int j = (c / 2) * 4 + (c % 2);
+                const int j = col_reg(c);
                 const float p_lo = fast_exp2(s[j] - m_use[c]), p_hi = fast_exp2(s[j + 2] - m_use[c]);
                 l[c] = l[c] * alpha[c] + p_lo + p_hi;
                 s[j] = p_lo;
@@ -295,18 +293,12 @@ template <int kHT> struct Consumer {
             for (int mb = 0; mb < 8; mb++)
 #pragma unroll
                 for (int j = 0; j < kSReg; j++)
-                    o[mb][j] *= alpha[col_of(j)];
+                    o[mb][j] *= alpha[reg_col(j)];
             accumulate_entries_on_m<kHT, kRows, 8, 4>(o, tile, ps);
             mbar_arrive(&r.empty[stage]);
         }
     }
 };
-
-// Output dim of O^T accumulator register i of M block mb.
-__device__ __forceinline__ int out_dim(int mb, int i, int warp, int lane)
-{
-    return mb * 64 + warp * 16 + lane / 4 + ((i % 4) / 2) * 8;
-}
 
 // Both consumer WGs, an item's tiles done: each rescales to the heads' common maxima, the
 // row sums of all eight warps go to r.sums, WG 1's O^T goes to WG 0 through the scratch
@@ -323,13 +315,13 @@ __device__ inline void merge_and_store(const AttentionParams &p, const Ring &r, 
     if (warp == 0 && lane < 4) {
 #pragma unroll
         for (int c = 0; c < kCols; c++)
-            r.max[wg * kHT + acc_col((c / 2) * 4 + (c % 2), lane)] = cs.m[c];
+            r.max[wg * kHT + acc_col(col_reg(c), lane)] = cs.m[c];
     }
     named_barrier(kBarConsumers, 256);
     float f[kCols];
 #pragma unroll
     for (int c = 0; c < kCols; c++) {
-        const int col = acc_col((c / 2) * 4 + (c % 2), lane);
+        const int col = acc_col(col_reg(c), lane);
         const float m_all = fmaxf(r.max[col], r.max[kHT + col]);
         f[c] = cs.m[c] == -INFINITY ? 0.f : fast_exp2(cs.m[c] - m_all);
         cs.l[c] *= f[c];
@@ -339,7 +331,7 @@ __device__ inline void merge_and_store(const AttentionParams &p, const Ring &r, 
     for (int mb = 0; mb < 8; mb++)
 #pragma unroll
         for (int i = 0; i < kSReg; i++)
-            cs.o[mb][i] *= f[Consumer<kHT>::col_of(i)];
+            cs.o[mb][i] *= f[reg_col(i)];
 #pragma unroll
     for (int mb0 = 0; mb0 < 8; mb0 += kBlocks) {
         if (wg == 1) {
@@ -373,9 +365,10 @@ __device__ inline void merge_and_store(const AttentionParams &p, const Ring &r, 
             const int col = acc_col(i, lane);
             const uint16_t b = __bfloat16_as_ushort(__float2bfloat16_rn(cs.o[mb][i] * r.scale[col]));
             if (it.w.split)
-                p.partial_o[partial_index(p, it.t, it.h0 + col, it.split) * 512 + out_dim(mb, i, warp, lane)] = b;
+                p.partial_o[partial_index(p, it.t, it.h0 + col, it.split) * 512 +
+                            entries_on_m_out_dim(mb, i, warp, lane)] = b;
             else
-                out[col * 512 + out_dim(mb, i, warp, lane)] = b;
+                out[col * 512 + entries_on_m_out_dim(mb, i, warp, lane)] = b;
         }
 }
 

@@ -48,4 +48,11 @@ __device__ __forceinline__ void accumulate_entries_on_m(float (&o)[kMBlocks][kHT
         fence_regs(o[m]);
 }
 
+// The output dim of O^T accumulator register i of 64-dim block `block`, for lane `lane` of
+// warp `warp` of the WG.
+__device__ __forceinline__ int entries_on_m_out_dim(int block, int i, int warp, int lane)
+{
+    return block * 64 + warp * 16 + lane / 4 + ((i % 4) / 2) * 8;
+}
+
 } // namespace smla

@@ -695,7 +695,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
             }
 #pragma unroll
             for (int c = 0; c < kCols; c++)
-                score_scale[c] = p.scale_log2 * q_head_scale(head_max(acc_col((c / 2) * 4 + (c % 2), lane)), 1);
+                score_scale[c] = p.scale_log2 * q_head_scale(head_max(acc_col(col_reg(c), lane)), 1);
         } else {
             constexpr int kNopeVecs = SMLA_DS_MLA_NOPE / 16;
 #pragma unroll
@@ -939,13 +939,13 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 const bool v_lo = info[r_lo] != no_row(), v_hi = info[r_lo + 8] != no_row();
 #pragma unroll
                 for (int i = 0; i < kSReg; i++)
-                    s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * score_scale[(i / 4) * 2 + i % 2] : -INFINITY;
+                    s[i] = ((i % 4) >= 2 ? v_hi : v_lo) ? s[i] * score_scale[reg_col(i)] : -INFINITY;
                 // Every thread keeps the running max of its own columns (all threads holding
                 // a column compute the same value from the same inputs): no serial step.
                 float alpha[kCols];
 #pragma unroll
                 for (int c = 0; c < kCols; c++) {
-                    const int i = (c / 2) * 4 + (c % 2);
+                    const int i = col_reg(c);
                     const float m = warp_column_max(s[i], s[i + 2]);
                     if (lane < 4)
                         colbuf[(g % 2) * 4 * kHT + warp * kHT + acc_col(i, lane)] = m;
@@ -953,7 +953,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                 sync();
 #pragma unroll
                 for (int c = 0; c < kCols; c++) {
-                    const int i = (c / 2) * 4 + (c % 2), col = acc_col(i, lane);
+                    const int i = col_reg(c), col = acc_col(i, lane);
                     const float *cb = colbuf + (g % 2) * 4 * kHT + col;
                     const float m_tile = fmaxf(fmaxf(cb[0], cb[kHT]), fmaxf(cb[2 * kHT], cb[3 * kHT]));
                     const float m_new = m_tile > m_run[c] + kMaxLag ? m_tile : m_run[c];
@@ -1004,7 +1004,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
                     for (int m = 0; m < 8; m++)
 #pragma unroll
                         for (int i = 0; i < kSReg; i++)
-                            o[m][i] *= alpha[(i / 4) * 2 + (i % 2)];
+                            o[m][i] *= alpha[reg_col(i)];
                 }
                 if constexpr (kDs) {
                     // A block whose largest code rose: its O in the new units (the same
@@ -1066,7 +1066,7 @@ template <int kHT, bool kShared, bool kDs, bool kBf16Q = false> struct TokenWG {
         if (warp == 0 && lane < 4) {
 #pragma unroll
             for (int c = 0; c < kCols; c++)
-                mrun[acc_col((c / 2) * 4 + (c % 2), lane)] = m_run[c];
+                mrun[acc_col(col_reg(c), lane)] = m_run[c];
         }
         sync();
         if (tid < kHT)
