@@ -169,7 +169,7 @@ cudaError_t launch_heads_on_m(void (*kernel)(AttentionParams), int threads, int 
 // combine step when tokens are split.
 // ds_wg: fp8_ds_mla rows at 8-16 heads per WG (fp8wg with kDs).
 // walk: a heads-on-M launch takes the walking form (heads_on_m_walks).
-// ring: 8-32 heads over BF16 rows under BF16 queries (bf16ring).
+// ring: BF16 rows under BF16 queries, 8 or 16 heads an item (bf16ring).
 cudaError_t launch(const AttentionParams &p, bool fp8_path, bool ds_wg, bool walk, bool ring, int sm_count,
                    cudaStream_t stream)
 {
