@@ -29,6 +29,12 @@
 // WG's register work (a softmax-like chain of exponentials and FMAs) runs while its own
 // P . V wgmmas are in flight: alone, or after the four wgmmas' issue (ptxas spreads
 // them through the chain whichever way they are written).
+// Session 37 adds bf16ring's two products (KV entries on M, 16 heads on N): S^T over a
+// 64-row tile (m64n16k16 SS x32) and O^T += V^T . P^T (m64n16k16 SS, A transposed, 8 M
+// blocks x 4 K steps), each as the kernel issues it (entries_on_m_mma.cuh), to tell
+// whether a small-N wgmma reaches the shared-memory port's rate (2.5 KB a step: 20
+// cycles) or is bound elsewhere; and both with the tile's operand loaded into registers
+// by ldmatrix (RS: K's rows as they lie, V^T by .trans) instead of read by the wgmma.
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
 #include <cstdio>
@@ -38,6 +44,7 @@
 
 #include "../src/cuda/common/sm90.cuh"
 #include "../src/cuda/common/wgmma_ops.cuh"
+#include "../src/cuda/prefill/entries_on_m_mma.cuh"
 #include "../src/cuda/prefill/heads_on_m.cuh"
 #include "bench_cli.h"
 #include "cuda_check.h"
@@ -57,7 +64,7 @@ constexpr int kPinOff = kFlagOff + 32;                  // [256] words: pv_alu_g
 constexpr int kSmemBytes = kPinOff + 1024 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kS16, kPV16, kS16R, kPV16R, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kBulk, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st", "bulk"};
 struct OpInfo {
@@ -86,6 +93,10 @@ const OpInfo kInfo[kOps] = {
     {"e4m3 S n32 x32 + PV n256 x8", "P . V every 2nd, first 16", kPairFlops, 8192, kPairBytes},
     {"ALU: 8 x 32 ex2 + 64 FMA", "a softmax-like chain alone", 0, 8192, 0},
     {"e4m3 m64n256k32 SS x4 + ALU", "P . V issued, then the chain", 2.0 * 64 * 256 * 128, 8192, 4 * (2048 + 8192)},
+    {"bf16 m64n16k16 SS x32", "bf16ring's S^T (16 heads)", 2.0 * 64 * 16 * 512, 4096, 32 * (2048 + 512)},
+    {"bf16 m64n16k16 SS^TA x32", "bf16ring's O^T += V^T . P^T", 2.0 * 512 * 16 * 64, 4096, 32 * (2048 + 512)},
+    {"bf16 m64n16k16 RS x32", "the S^T, K by ldmatrix", 2.0 * 64 * 16 * 512, 4096, 32 * (2048 + 512)},
+    {"bf16 m64n16k16 RS x32 (.trans)", "the O^T, V^T by ldmatrix .trans", 2.0 * 512 * 16 * 64, 4096, 32 * (2048 + 512)},
 };
 
 // Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
@@ -246,6 +257,68 @@ template <int kPlanes> __device__ __forceinline__ void pv_transposed_group(const
     fence_regs(d);
 }
 
+// Four 8x8 matrices of 16-bit values from shared memory (ldmatrix .x4): register j of
+// lane l holds row l / 4 of matrix j, columns 2 (l % 4) and + 1.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint4 &r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "r"(addr)
+                 : "memory");
+}
+
+// bf16ring's products with the tile's operand in registers (kS16R, kPV16R): the tile is
+// [8 blocks of 64 dims][64 rows][128 B] (128-byte swizzle), the other operand (Q, 16 rows
+// of 512 dims, or P^T, 16 rows of 64 entries) at `b`. Batches of 8 wgmmas, two register
+// sets alternating (a set is reloaded once the group that read it is done).
+//   S^T: A = K, fragment of k16 step s = rows w16 + 0..15, dims 16 s .. + 15 (ldmatrix:
+//     lanes 0-7 rows 0-7 chunk 2 s, 8-15 rows 8-15, 16-23 rows 0-7 chunk 2 s + 1, ...).
+//   O^T: A = V^T, M block mb's dims mb 64 + w16 + 0..15 against entries 16 k .. + 15
+//     (ldmatrix .trans over rows = entries: lanes 0-7 entries 0-7 of chunk 2w, 8-15 the
+//     same entries, chunk 2w + 1, 16-23 entries 8-15 chunk 2w, 24-31 chunk 2w + 1).
+template <bool kPV> __device__ __forceinline__ void entries_on_m_rs_group(const uint8_t *tile, const uint8_t *b, float (&d)[128])
+{
+    const int w = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+    const uint32_t t0 = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
+    const SmemDesc db = desc_sw128(b, 0);
+    uint4 frag[2][8];
+#pragma unroll
+    for (int batch = 0; batch < 4; batch++) {
+        uint4(&f)[8] = frag[batch % 2];
+        if (batch >= 2)
+            wgmma_wait<1>(); // the group that read these registers is done
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            uint32_t addr;
+            if (kPV) { // batch = K step (16 entries), i = M block
+                const int e = 16 * batch + (lane % 8) + (lane / 16) * 8, c = 2 * w + (lane / 8) % 2;
+                addr = t0 + i * (64 * 128) + e * 128 + ((c ^ (e % 8)) << 4);
+                uint32_t r[4];
+                ldmatrix_x4_trans(addr, r);
+                f[i] = make_uint4(r[0], r[1], r[2], r[3]);
+            } else { // step 8 batch + i
+                const int step = 8 * batch + i, row = 16 * w + (lane % 8) + ((lane / 8) % 2) * 8;
+                const int c = (step % 4) * 2 + lane / 16;
+                addr = t0 + (step / 4) * (64 * 128) + row * 128 + ((c ^ (row % 8)) << 4);
+                ldmatrix_x4(addr, f[i]);
+            }
+        }
+        wgmma_fence();
+#pragma unroll
+        for (int i = 0; i < 8; i++) {
+            if (kPV)
+                WgmmaBf16RS<16>::run(d + 8 * i, f[i], db + k_step_units(batch, 16), 1);
+            else
+                WgmmaBf16RS<16>::run(d, f[i], db + k_step_units(8 * batch + i, 16), 1);
+        }
+        wgmma_commit();
+    }
+    wgmma_wait<0>();
+    heads_on_m::keep_until_done(frag[0]);
+    heads_on_m::keep_until_done(frag[1]);
+    fence_regs(d);
+}
+
 // Whether the kMix form issues one P . V wgmma after S's half-step n (8 in all).
 template <int kMix> __device__ constexpr bool pv_after(int n)
 {
@@ -377,6 +450,13 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         return fp8_pair_group<op - kFp8PairSeq>(a, b, d);
     if (op == kAlu || op == kPvAlu)
         return pv_alu_group<op>(const_cast<uint8_t *>(a), b, d);
+    // bf16ring's products: the tile (64 rows x 512 dims) in B's region, Q or P^T in A's.
+    if (op == kS16)
+        return score_entries_on_m<16, 64>(reinterpret_cast<float(&)[8]>(d), b, a);
+    if (op == kPV16)
+        return accumulate_entries_on_m<16, 64, 8, 4>(reinterpret_cast<float(&)[8][8]>(d), b, a);
+    if (op == kS16R || op == kPV16R)
+        return entries_on_m_rs_group<op == kPV16R>(b, a, d);
     const SmemDesc da = desc_sw128(a, 0);
     wgmma_fence();
     if (op == kS64 || op == kS32) {
@@ -547,7 +627,9 @@ const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,      ra
                                rate_kernel<kS64RawF16>, rate_kernel<kPV256>,   rate_kernel<kPV256R>,
                                rate_kernel<kFp8S64>,  rate_kernel<kFp8PV256>, rate_kernel<kFp8PVT>,
                                rate_kernel<kFp8PVT2>, rate_kernel<kFp8PairSeq>, rate_kernel<kFp8PairMix>,
-                               rate_kernel<kFp8PairFront>, rate_kernel<kAlu>, rate_kernel<kPvAlu>};
+                               rate_kernel<kFp8PairFront>, rate_kernel<kAlu>, rate_kernel<kPvAlu>,
+                               rate_kernel<kS16>,     rate_kernel<kPV16>,    rate_kernel<kS16R>,
+                               rate_kernel<kPV16R>};
 
 } // namespace
 

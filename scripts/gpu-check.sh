@@ -43,8 +43,8 @@
 #               rounds, change against A). AB_DETERMINISM=1 also runs
 #               `gpu_test_determinism --runs 2` on every tree (about 45 s each),
 #               AB_TESTS=1 every GPU test but the soak (about 50 s each, beside the
-#               smoke check's 60-75 s); a tree must
-#               pass them to be benched.
+#               smoke check's 60-75 s); a tree must pass them to be benched, and A
+#               must pass them for the A/B to run.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -286,10 +286,14 @@ soak)
     step soak "$build/tests/gpu_test_soak" --steps 10000
     ;;
 ab)
-    # A tree's GPU tests before its benches: AB_DETERMINISM=1 gpu_test_determinism --runs
-    # 2; AB_TESTS=1 every GPU test but the soak (determinism with --runs 2).
+    # Every tree's GPU tests (A's included) before its benches: AB_DETERMINISM=1
+    # gpu_test_determinism --runs 2; AB_TESTS=1 every GPU test but the soak (determinism
+    # with --runs 2).
     ab_tests() {
         local name=$1 tree=$2 t args
+        # An ablation (its smoke check failed, kept by AB_KEEP_FAILED=1) is wrong on
+        # purpose: no tests.
+        grep -qE "^smoke_$name +FAIL" "$summary" && return 0
         if [ "${AB_TESTS:-0}" = 1 ]; then
             step "build_tests_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu-tests || return 1
             for t in "$tree"/build-gpu/tests/gpu_*; do
@@ -307,6 +311,8 @@ ab)
     # times (default 2). A tree whose smoke check fails is left out, unless
     # AB_KEEP_FAILED=1: ablations (a stage removed on purpose to time it, docs/perf/LOG.md)
     # compute wrong results and are timed anyway.
+    # A (this tree) first: its GPU tests gate the whole A/B.
+    ab_tests a "$root" || { cat "$summary"; exit 1; }
     for i in "${!others[@]}"; do
         name=${names[$i]} tree=${others[$i]}
         wait "${ab_builds[$i]}" &&
