@@ -33,7 +33,8 @@
 // 64-row tile (m64n16k16 SS x32) and O^T += V^T . P^T (m64n16k16 SS, A transposed, 8 M
 // blocks x 4 K steps), each as the kernel issues it (entries_on_m_mma.cuh), to tell
 // whether a small-N wgmma reaches the shared-memory port's rate (2.5 KB a step: 20
-// cycles) or is bound elsewhere; and both with the tile's operand loaded into registers
+// cycles) or is bound elsewhere (S^T's 32 K steps also over 2 and 4 accumulators: the
+// latency of a chain of dependent wgmmas); and both with the tile's operand loaded into registers
 // by ldmatrix (RS: K's rows as they lie, V^T by .trans) instead of read by the wgmma.
 // Usage: bench_wgmma [--reps N]  (default 256)
 #include <cstdint>
@@ -64,7 +65,7 @@ constexpr int kPinOff = kFlagOff + 32;                  // [256] words: pv_alu_g
 constexpr int kSmemBytes = kPinOff + 1024 + 1024;
 static_assert(kSmemBytes <= 227 * 1024, "shared memory per CTA");
 
-enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kS16, kPV16, kS16R, kPV16R, kOps };
+enum Op { kS64, kS32, kS64Raw, kS64RawF16, kPV256, kPV256R, kFp8S64, kFp8PV256, kFp8PVT, kFp8PVT2, kFp8PairSeq, kFp8PairMix, kFp8PairFront, kAlu, kPvAlu, kS16, kPV16, kS16R, kPV16R, kS16C2, kS16C4, kOps };
 enum Traffic { kIdle, kGather, kLoadStore, kBulk, kTraffics }; // WG 2's
 const char *const kTrafficName[kTraffics] = {"-", "gather", "ld/st", "bulk"};
 struct OpInfo {
@@ -97,6 +98,8 @@ const OpInfo kInfo[kOps] = {
     {"bf16 m64n16k16 SS^TA x32", "bf16ring's O^T += V^T . P^T", 2.0 * 512 * 16 * 64, 4096, 32 * (2048 + 512)},
     {"bf16 m64n16k16 RS x32", "the S^T, K by ldmatrix", 2.0 * 64 * 16 * 512, 4096, 32 * (2048 + 512)},
     {"bf16 m64n16k16 RS x32 (.trans)", "the O^T, V^T by ldmatrix .trans", 2.0 * 512 * 16 * 64, 4096, 32 * (2048 + 512)},
+    {"bf16 m64n16k16 SS x32, 2 chains", "the S^T, K steps over 2 accumulators", 2.0 * 64 * 16 * 512, 4096, 32 * (2048 + 512)},
+    {"bf16 m64n16k16 SS x32, 4 chains", "the S^T, K steps over 4 accumulators", 2.0 * 64 * 16 * 512, 4096, 32 * (2048 + 512)},
 };
 
 // Raw rows: [64 rows][kRawPitch B] of E4M3 (a row's 512 bytes, then 16 of padding, so
@@ -319,6 +322,26 @@ template <bool kPV> __device__ __forceinline__ void entries_on_m_rs_group(const 
     fence_regs(d);
 }
 
+// bf16ring's S^T with its 32 K steps spread round-robin over kChains accumulators (added
+// at the end): does a chain of dependent small-N wgmmas wait on each one's latency?
+template <int kChains> __device__ __forceinline__ void chained_score_group(const uint8_t *tile, const uint8_t *q, float (&d)[128])
+{
+    const SmemDesc a0 = desc_sw128(tile, 0), b0 = desc_sw128(q, 0);
+    float(&acc)[kChains][8] = reinterpret_cast<float(&)[kChains][8]>(d);
+    wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 32; ks++)
+        WgmmaBf16SS<16>::run(acc[ks % kChains], a0 + k_step_units(ks, 64), b0 + k_step_units(ks, 16), ks >= kChains);
+    wgmma_commit();
+    wgmma_wait<0>();
+    fence_regs(d);
+#pragma unroll
+    for (int c = 1; c < kChains; c++)
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            acc[0][i] += acc[c][i];
+}
+
 // Whether the kMix form issues one P . V wgmma after S's half-step n (8 in all).
 template <int kMix> __device__ constexpr bool pv_after(int n)
 {
@@ -455,6 +478,8 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
         return score_entries_on_m<16, 64>(reinterpret_cast<float(&)[8]>(d), b, a);
     if (op == kPV16)
         return accumulate_entries_on_m<16, 64, 8, 4>(reinterpret_cast<float(&)[8][8]>(d), b, a);
+    if (op == kS16C2 || op == kS16C4)
+        return chained_score_group<op == kS16C2 ? 2 : 4>(b, a, d);
     if (op == kS16R || op == kPV16R)
         return entries_on_m_rs_group<op == kPV16R>(b, a, d);
     const SmemDesc da = desc_sw128(a, 0);
@@ -629,7 +654,7 @@ const Kernel kKernels[kOps] = {rate_kernel<kS64>,     rate_kernel<kS32>,      ra
                                rate_kernel<kFp8PVT2>, rate_kernel<kFp8PairSeq>, rate_kernel<kFp8PairMix>,
                                rate_kernel<kFp8PairFront>, rate_kernel<kAlu>, rate_kernel<kPvAlu>,
                                rate_kernel<kS16>,     rate_kernel<kPV16>,    rate_kernel<kS16R>,
-                               rate_kernel<kPV16R>};
+                               rate_kernel<kPV16R>,   rate_kernel<kS16C2>,   rate_kernel<kS16C4>};
 
 } // namespace
 
