@@ -43,8 +43,8 @@
 #               rounds, change against A). AB_DETERMINISM=1 also runs
 #               `gpu_test_determinism --runs 2` on every tree (about 45 s each),
 #               AB_TESTS=1 every GPU test but the soak (about 50 s each, beside the
-#               smoke check's 60-75 s); a tree must pass them to be benched, and A
-#               must pass them for the A/B to run.
+#               smoke check's 60-75 s; AB_TESTS=a,c: those trees only); a tree must
+#               pass them to be benched, and A must pass them for the A/B to run.
 # Exit status: non-zero when any step failed.
 set -u
 mode=${1:-full}
@@ -294,7 +294,7 @@ ab)
         # An ablation (its smoke check failed, kept by AB_KEEP_FAILED=1) is wrong on
         # purpose: no tests.
         grep -qE "^smoke_$name +FAIL" "$summary" && return 0
-        if [ "${AB_TESTS:-0}" = 1 ]; then
+        if [ "${AB_TESTS:-0}" = 1 ] || [[ ",${AB_TESTS:-}," == *",$name,"* ]]; then
             step "build_tests_$name" cmake --build "$tree/build-gpu" -j "$jobs" --target gpu-tests || return 1
             for t in "$tree"/build-gpu/tests/gpu_*; do
                 [ "$(basename "$t")" = gpu_test_soak ] && continue
