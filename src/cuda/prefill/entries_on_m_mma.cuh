@@ -12,18 +12,30 @@
 namespace smla {
 
 // S^T for the 64 rows starting at `rows64` (inside a tile of kRows rows) against Q
-// (kHT rows in the same layout).
-template <int kHT, int kRows>
+// (kHT rows in the same layout). kChains > 1: the K steps go round-robin to that many
+// accumulators, added at the end, so that a chain of dependent small-N wgmmas does not
+// wait out each one's latency.
+template <int kHT, int kRows, int kChains = 1>
 __device__ __forceinline__ void score_entries_on_m(float (&s)[kHT / 2], const uint8_t *rows64, const uint8_t *q)
 {
     const SmemDesc a0 = desc_sw128(rows64, 0), b0 = desc_sw128(q, 0);
+    float part[kChains > 1 ? kChains - 1 : 1][kHT / 2];
     wgmma_fence();
 #pragma unroll
-    for (int ks = 0; ks < 32; ks++) // K = 512 in steps of 16
-        WgmmaBf16SS<kHT>::run(s, a0 + k_step_units(ks, kRows), b0 + k_step_units(ks, kHT), ks > 0);
+    for (int ks = 0; ks < 32; ks++) { // K = 512 in steps of 16
+        float *acc = ks % kChains == 0 ? s : part[ks % kChains - 1];
+        WgmmaBf16SS<kHT>::run(acc, a0 + k_step_units(ks, kRows), b0 + k_step_units(ks, kHT), ks >= kChains);
+    }
     wgmma_commit();
     wgmma_wait<0>();
     fence_regs(s);
+#pragma unroll
+    for (int c = 0; c + 1 < kChains; c++) {
+        fence_regs(part[c]);
+#pragma unroll
+        for (int i = 0; i < kHT / 2; i++)
+            s[i] += part[c][i];
+    }
 }
 
 // O^T += V^T . P^T: kMBlocks 64-dim blocks from `blocks` (the first of them in the tile),
