@@ -322,26 +322,6 @@ template <bool kPV> __device__ __forceinline__ void entries_on_m_rs_group(const 
     fence_regs(d);
 }
 
-// bf16ring's S^T with its 32 K steps spread round-robin over kChains accumulators (added
-// at the end): does a chain of dependent small-N wgmmas wait on each one's latency?
-template <int kChains> __device__ __forceinline__ void chained_score_group(const uint8_t *tile, const uint8_t *q, float (&d)[128])
-{
-    const SmemDesc a0 = desc_sw128(tile, 0), b0 = desc_sw128(q, 0);
-    float(&acc)[kChains][8] = reinterpret_cast<float(&)[kChains][8]>(d);
-    wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 32; ks++)
-        WgmmaBf16SS<16>::run(acc[ks % kChains], a0 + k_step_units(ks, 64), b0 + k_step_units(ks, 16), ks >= kChains);
-    wgmma_commit();
-    wgmma_wait<0>();
-    fence_regs(d);
-#pragma unroll
-    for (int c = 1; c < kChains; c++)
-#pragma unroll
-        for (int i = 0; i < 8; i++)
-            acc[0][i] += acc[c][i];
-}
-
 // Whether the kMix form issues one P . V wgmma after S's half-step n (8 in all).
 template <int kMix> __device__ constexpr bool pv_after(int n)
 {
@@ -479,7 +459,7 @@ template <int kOp> __device__ __forceinline__ void run_group(const uint8_t *a, c
     if (op == kPV16)
         return accumulate_entries_on_m<16, 64, 8, 4>(reinterpret_cast<float(&)[8][8]>(d), b, a);
     if (op == kS16C2 || op == kS16C4)
-        return chained_score_group<op == kS16C2 ? 2 : 4>(b, a, d);
+        return score_entries_on_m<16, 64, op == kS16C2 ? 2 : 4>(reinterpret_cast<float(&)[8]>(d), b, a);
     if (op == kS16R || op == kPV16R)
         return entries_on_m_rs_group<op == kPV16R>(b, a, d);
     const SmemDesc da = desc_sw128(a, 0);
