@@ -125,6 +125,33 @@ struct RawRows {
     __device__ uint32_t word1(int step) const { return *reinterpret_cast<const uint32_t *>(row1 + 16 * step); }
 };
 
+// 32 RS wgmmas in 4 groups of 8: fragment(batch, i) builds the A fragment of the group's
+// i-th wgmma, issue(batch, i, fragment) issues it; two fragment sets alternate, a set
+// rebuilt once the group that read it is done. d: the accumulators, final on return.
+template <typename Fragment, typename Issue>
+__device__ __forceinline__ void rs_batches(float (&d)[128], Fragment fragment, Issue issue)
+{
+    uint4 frag[2][8];
+#pragma unroll
+    for (int batch = 0; batch < 4; batch++) {
+        uint4(&f)[8] = frag[batch % 2];
+        if (batch >= 2)
+            wgmma_wait<1>(); // the group that read these registers is done
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            f[i] = fragment(batch, i);
+        wgmma_fence();
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            issue(batch, i, f[i]);
+        wgmma_commit();
+    }
+    wgmma_wait<0>();
+    heads_on_m::keep_until_done(frag[0]);
+    heads_on_m::keep_until_done(frag[1]);
+    fence_regs(d);
+}
+
 // S^T = K . Q^T over K = 512 with the KV rows on M, A built in registers from raw E4M3
 // rows (the arrangement of PERF's Next item 5): a thread's fragment of k16 step s is 4
 // values of each of rows r and r + 8, bytes 16 s + 4 q .. + 3 of the row (K's order a
@@ -135,32 +162,16 @@ __device__ __forceinline__ void raw_score_group(const uint8_t *q, const uint8_t 
 {
     const RawRows rr(raw);
     const SmemDesc dq = desc_sw128(q, 0);
-    uint4 frag[2][8];
-#pragma unroll
-    for (int batch = 0; batch < 4; batch++) {
-        uint4(&f)[8] = frag[batch % 2];
-        if (batch >= 2)
-            wgmma_wait<1>(); // the group that read these registers is done
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
+    rs_batches(
+        d,
+        [&](int batch, int i) {
             const int step = 8 * batch + i, blk = step / 4;
             const uint32_t w0 = rr.word0(step), w1 = rr.word1(step);
             const float s0 = rr.scale0[blk], s1 = rr.scale1[blk];
-            f[i] = make_uint4(e4m3x2_to_bf16x2<0>(w0, s0), e4m3x2_to_bf16x2<0>(w1, s1),
+            return make_uint4(e4m3x2_to_bf16x2<0>(w0, s0), e4m3x2_to_bf16x2<0>(w1, s1),
                               e4m3x2_to_bf16x2<1>(w0, s0), e4m3x2_to_bf16x2<1>(w1, s1));
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            const int step = 8 * batch + i;
-            WgmmaBf16RS<64>::run(d, f[i], dq + k_step_units(step, 64), 1);
-        }
-        wgmma_commit();
-    }
-    wgmma_wait<0>();
-    heads_on_m::keep_until_done(frag[0]);
-    heads_on_m::keep_until_done(frag[1]);
-    fence_regs(d);
+        },
+        [&](int batch, int i, uint4 f) { WgmmaBf16RS<64>::run(d, f, dq + k_step_units(8 * batch + i, 64), 1); });
 }
 
 // The same in FP16: E4M3 widens to FP16 exactly in one conversion, and the block scales
@@ -284,42 +295,28 @@ template <bool kPV> __device__ __forceinline__ void entries_on_m_rs_group(const 
     const int w = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
     const uint32_t t0 = static_cast<uint32_t>(__cvta_generic_to_shared(tile));
     const SmemDesc db = desc_sw128(b, 0);
-    uint4 frag[2][8];
-#pragma unroll
-    for (int batch = 0; batch < 4; batch++) {
-        uint4(&f)[8] = frag[batch % 2];
-        if (batch >= 2)
-            wgmma_wait<1>(); // the group that read these registers is done
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
-            uint32_t addr;
+    rs_batches(
+        d,
+        [&](int batch, int i) {
+            uint4 f;
             if (kPV) { // batch = K step (16 entries), i = M block
                 const int e = 16 * batch + (lane % 8) + (lane / 16) * 8, c = 2 * w + (lane / 8) % 2;
-                addr = t0 + i * (64 * 128) + e * 128 + ((c ^ (e % 8)) << 4);
                 uint32_t r[4];
-                ldmatrix_x4_trans(addr, r);
-                f[i] = make_uint4(r[0], r[1], r[2], r[3]);
+                ldmatrix_x4_trans(t0 + i * (64 * 128) + e * 128 + ((c ^ (e % 8)) << 4), r);
+                f = make_uint4(r[0], r[1], r[2], r[3]);
             } else { // step 8 batch + i
                 const int step = 8 * batch + i, row = 16 * w + (lane % 8) + ((lane / 8) % 2) * 8;
                 const int c = (step % 4) * 2 + lane / 16;
-                addr = t0 + (step / 4) * (64 * 128) + row * 128 + ((c ^ (row % 8)) << 4);
-                ldmatrix_x4(addr, f[i]);
+                ldmatrix_x4(t0 + (step / 4) * (64 * 128) + row * 128 + ((c ^ (row % 8)) << 4), f);
             }
-        }
-        wgmma_fence();
-#pragma unroll
-        for (int i = 0; i < 8; i++) {
+            return f;
+        },
+        [&](int batch, int i, uint4 f) {
             if (kPV)
-                WgmmaBf16RS<16>::run(d + 8 * i, f[i], db + k_step_units(batch, 16), 1);
+                WgmmaBf16RS<16>::run(d + 8 * i, f, db + k_step_units(batch, 16), 1);
             else
-                WgmmaBf16RS<16>::run(d, f[i], db + k_step_units(8 * batch + i, 16), 1);
-        }
-        wgmma_commit();
-    }
-    wgmma_wait<0>();
-    heads_on_m::keep_until_done(frag[0]);
-    heads_on_m::keep_until_done(frag[1]);
-    fence_regs(d);
+                WgmmaBf16RS<16>::run(d, f, db + k_step_units(8 * batch + i, 16), 1);
+        });
 }
 
 // Whether the kMix form issues one P . V wgmma after S's half-step n (8 in all).
