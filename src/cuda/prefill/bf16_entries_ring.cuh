@@ -31,6 +31,7 @@
 #include "../common/softmax.cuh"
 #include "../common/token_entries.cuh"
 #include "../common/wgmma_ops.cuh"
+#include "bf16_gather.cuh"
 #include "entries_on_m_mma.cuh"
 #include "params.cuh"
 
@@ -191,11 +192,7 @@ template <int kHT> __device__ inline void produce(const AttentionParams &p, cons
             next = after;
             if (i == 0) { // Q, once the consumers' S of the item before is done
                 mbar_wait(r.q_empty, (n & 1) ^ 1);
-                const uint8_t *src =
-                    static_cast<const uint8_t *>(p.q) + (it.t * p.q_token_stride + int64_t(it.h0) * 512) * 2;
-                for (int c = ptid; c < kHT * 64; c += kProducerThreads)
-                    cp_async16(r.q + tile_offset(kHT, c / 64, (c % 64) * 16), src + (c / 64) * 1024 + (c % 64) * 16,
-                               16);
+                copy_q_bf16<kHT>(r.q, p, it.t, it.h0, ptid, kProducerThreads);
                 mbar_arrive_cp_async(r.q_full);
             }
         }

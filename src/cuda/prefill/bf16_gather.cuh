@@ -89,6 +89,21 @@ __host__ __device__ inline bool has_raw_rows(const AttentionParams &p)
     return (p.swa.rows > 0 && p.swa.format != SMLA_KV_BF16) || (p.extra.rows > 0 && p.extra.format != SMLA_KV_BF16);
 }
 
+// BF16 Q rows h0 .. h0+kHT-1 of token t into the operand layout at qs by cp.async, by
+// `threads` threads numbered tid; kPadded: rows from `heads` on read nothing from row 0
+// (zero-filled: a padded head group). The caller publishes the copies.
+template <int kHT, bool kPadded = false>
+__device__ __forceinline__ void copy_q_bf16(uint8_t *qs, const AttentionParams &p, int64_t t, int h0, int tid,
+                                            int threads, int heads = kHT)
+{
+    const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;
+    for (int c = tid; c < kHT * 64; c += threads) {
+        const bool real = !kPadded || c / 64 < heads;
+        cp_async16(qs + tile_offset(kHT, c / 64, (c % 64) * 16), src + (real ? c / 64 : 0) * 1024 + (c % 64) * 16,
+                   real ? 16 : 0);
+    }
+}
+
 template <int kRows, int kThreads> struct Bf16Gather {
     static_assert(kThreads % 64 == 0 && (kRows * 64) % kThreads == 0 && kRows % (kThreads / 32) == 0, "tile shape");
 
@@ -204,12 +219,7 @@ template <int kRows, int kThreads> struct Bf16Gather {
                 store_widened(qs, kHT, c / 32, c % 32, lo, hi);
             }
         } else {
-            const uint8_t *src = static_cast<const uint8_t *>(p.q) + (t * p.q_token_stride + int64_t(h0) * 512) * 2;
-            for (int c = tid; c < kHT * 64; c += kThreads) {
-                const bool real = !kPadded || c / 64 < heads; // a padded row reads nothing from row 0
-                cp_async16(qs + tile_offset(kHT, c / 64, (c % 64) * 16), src + (real ? c / 64 : 0) * 1024 + (c % 64) * 16,
-                           real ? 16 : 0);
-            }
+            copy_q_bf16<kHT, kPadded>(qs, p, t, h0, tid, kThreads, heads);
         }
     }
 };

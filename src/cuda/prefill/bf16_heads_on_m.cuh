@@ -324,12 +324,7 @@ __device__ __forceinline__ void fill_pair(const AttentionParams &p, const Shared
 template <bool kPadded>
 __device__ inline void producer_load_q(const AttentionParams &p, const Shared &sh, const ItemInfo &it, int tid)
 {
-    const uint8_t *src = static_cast<const uint8_t *>(p.q) + (it.t * p.q_token_stride + int64_t(it.h0) * 512) * 2;
-    for (int c = tid; c < kHeads * 64; c += 128) {
-        const bool real = !kPadded || c / 64 < heads_in_group<kPadded>(p);
-        cp_async16(sh.q + tile_offset(kHeads, c / 64, (c % 64) * 16), src + (real ? c / 64 : 0) * 1024 + (c % 64) * 16,
-                   real ? 16 : 0);
-    }
+    copy_q_bf16<kHeads, kPadded>(sh.q, p, it.t, it.h0, tid, 128, heads_in_group<kPadded>(p));
 }
 
 // The producer WG. Per pair of tiles it fills the four halves in the consumers' order,

@@ -246,19 +246,12 @@ int ds_wg_heads(const smla_problem *pr, int64_t work_slots)
                                         : smla_heads_per_cta(pr->num_tokens, pr->num_heads, work_slots, fp8wg::kDsMaxHeads);
 }
 
-bool is_fp8_pool(const smla_index_set &set)
+// Whether every row the problem reads is in `format` (an index set without indices reads
+// none).
+bool rows_in(const smla_problem *pr, smla_kv_format format)
 {
-    return !set.indices || set.pool.format == SMLA_KV_FP8;
-}
-
-bool is_ds_pool(const smla_index_set &set)
-{
-    return !set.indices || set.pool.format == SMLA_KV_FP8_DS_MLA;
-}
-
-bool is_bf16_pool(const smla_index_set &set)
-{
-    return !set.indices || set.pool.format == SMLA_KV_BF16;
+    const auto set_in = [format](const smla_index_set &set) { return !set.indices || set.pool.format == format; };
+    return set_in(pr->swa) && set_in(pr->extra);
 }
 
 } // namespace
@@ -273,7 +266,7 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     p.num_tokens = pr->num_tokens;
     p.num_heads = pr->num_heads;
     const bool q_fp8 = pr->q_dtype == SMLA_DTYPE_FP8_E4M3;
-    const bool fp8_path = q_fp8 && is_fp8_pool(pr->swa) && is_fp8_pool(pr->extra);
+    const bool fp8_path = q_fp8 && rows_in(pr, SMLA_KV_FP8);
     // 64-head groups always take a heads-on-M kernel (fp8m or bf16m), whatever the batch
     // (their arithmetic differs from the other kernels', so a batch-dependent choice would
     // break bit-identity). 8-32 heads: FP8 queries over `fp8` rows, heads per warpgroup
@@ -286,10 +279,10 @@ extern "C" smla_status smla_cuda_attention(smla_context *ctx, const smla_problem
     // queries, bf16m with the head group padded to 64 (its rate counted on the real
     // heads, 1/4 or 1/2 of 64 heads', is above the entries-on-M kernel's: docs/perf/LOG.md
     // session 36). Both choices depend on the heads and formats alone, never on the batch.
-    const bool bf16_rows = !fp8_path && is_bf16_pool(pr->swa) && is_bf16_pool(pr->extra);
+    const bool bf16_rows = !fp8_path && rows_in(pr, SMLA_KV_BF16);
     const bool padded = bf16_rows && (pr->num_heads == 32 || (pr->num_heads == 16 && q_fp8));
     const bool on_m = pr->num_heads % heads_on_m::kHeads == 0 || padded;
-    const bool ds_wg = !fp8_path && is_ds_pool(pr->swa) && is_ds_pool(pr->extra) && !on_m;
+    const bool ds_wg = !fp8_path && rows_in(pr, SMLA_KV_FP8_DS_MLA) && !on_m;
     const bool fp8_wg = (fp8_path && !on_m) || ds_wg; // ds_wg excludes on_m itself
     const bool ring = bf16_rows && !on_m && !q_fp8;
     p.heads_per_cta = on_m    ? heads_on_m::kHeads
