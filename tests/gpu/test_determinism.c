@@ -4,7 +4,10 @@
  *  2. across segment caps 256, 512, 1024, 2048 and off (and, for FIXED and NONE,
  *     positions given without a plan),
  *  3. across reorderings of the requests within the batch (decodes first still), each
- *     request's rows mapped back.
+ *     request's rows mapped back,
+ *  4. (FIXED and NONE) between the batch and its first request run alone: at 8-32 heads
+ *     a launch of two tokens takes a smaller head tile than the batch's, and a head's
+ *     arithmetic must not follow the tile (session 38: bf16ring's S at 8 heads did).
  * What must hold: FIXED and NONE never depend on the batch, so all three. AUTO chooses its
  * splits from the launch's token count and a plan's decode count, which none of these
  * change (same batch, same size; a plan's decodes are the same requests), so all three
@@ -30,6 +33,7 @@ static const config configs[] = {
     {"fp8 q, fp8 cache, 64 heads", 64, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8},
     {"fp8 q, fp8 cache, 8 heads", 8, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8},
     {"bf16 q, fp8_ds_mla cache, 16 heads", 16, SMLA_DTYPE_BF16, SMLA_KV_FP8_DS_MLA},
+    {"bf16 q, bf16 cache, 16 heads", 16, SMLA_DTYPE_BF16, SMLA_KV_BF16},
     {"fp8 q, fp8_ds_mla cache, 16 heads", 16, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8_DS_MLA},
     {"fp8 q, fp8_ds_mla cache, 128 heads", 128, SMLA_DTYPE_FP8_E4M3, SMLA_KV_FP8_DS_MLA},
 };
@@ -104,24 +108,26 @@ static void case_free(gpu_case *c)
     free(c->got.lse);
 }
 
-/* Uploads the batch's indices, lens and seq_lens (its q is on the device), positions it (a device plan built with cap, or cu_seqlens_q /
- * seq_lens when cap < -1), runs the call in mode on poisoned outputs and downloads them. */
-static void run(gpu_case *c, smla_split_mode mode, int32_t cap, outputs *o)
+/* Uploads the batch's indices, lens and seq_lens (its q is on the device), positions its
+ * first `requests` requests (all of them: a device plan built with cap, or cu_seqlens_q /
+ * seq_lens when cap < -1; fewer: cu_seqlens_q / seq_lens), runs the call over their
+ * tokens in mode on poisoned outputs and downloads them. */
+static void run_requests(gpu_case *c, smla_split_mode mode, int32_t cap, int32_t requests, outputs *o)
 {
     const smla_test_batch *b = &c->batch;
     smla_device_batch_upload(b, &c->dev, stream);
     CUDA_CHECK(cudaMemsetAsync(c->dev.dev.out, 0xFF, c->dev.out_bytes, stream));
     CUDA_CHECK(cudaMemsetAsync(c->dev.dev.lse, 0xFF, c->dev.lse_bytes, stream));
-    smla_attention_args a = smla_test_batch_args(b, &c->dev.dev, b->num_tokens, SMLA_MEMORY_DEVICE);
+    smla_attention_args a = smla_test_batch_args(b, &c->dev.dev, b->query_start_loc[requests], SMLA_MEMORY_DEVICE);
     int32_t *d_cu = NULL;
-    if (cap >= SMLA_SEGMENT_CAP_DEFAULT) {
+    if (cap >= SMLA_SEGMENT_CAP_DEFAULT && requests == b->num_requests) {
         const smla_batch batch = smla_device_batch_plan_input(b, &c->dev, THRESHOLD, cap);
         CHECK_STATUS(smla_plan_build(c->plan, &batch, stream), SMLA_OK);
         a.plan = c->plan;
     } else {
-        d_cu = smla_device_copy(b->query_start_loc, ((size_t)b->num_requests + 1) * sizeof(int32_t));
-        a.cu_seqlens_q = smla_tensor_1d(d_cu, SMLA_DTYPE_I32, b->num_requests + 1, SMLA_MEMORY_DEVICE);
-        a.seq_lens = smla_tensor_1d(c->dev.seq_lens, SMLA_DTYPE_I32, b->num_requests, SMLA_MEMORY_DEVICE);
+        d_cu = smla_device_copy(b->query_start_loc, ((size_t)requests + 1) * sizeof(int32_t));
+        a.cu_seqlens_q = smla_tensor_1d(d_cu, SMLA_DTYPE_I32, requests + 1, SMLA_MEMORY_DEVICE);
+        a.seq_lens = smla_tensor_1d(c->dev.seq_lens, SMLA_DTYPE_I32, requests, SMLA_MEMORY_DEVICE);
     }
     a.backend = SMLA_BACKEND_CUDA;
     a.stream = stream;
@@ -137,6 +143,11 @@ static void run(gpu_case *c, smla_split_mode mode, int32_t cap, outputs *o)
     CUDA_CHECK(cudaStreamSynchronize(stream));
     if (d_cu)
         CUDA_CHECK(cudaFree(d_cu));
+}
+
+static void run(gpu_case *c, smla_split_mode mode, int32_t cap, outputs *o)
+{
+    run_requests(c, mode, cap, c->batch.num_requests, o);
 }
 
 static int same(const gpu_case *c, const outputs *a, const outputs *b)
@@ -209,6 +220,17 @@ static void test_reorder(gpu_case *c, const config *cfg, int mode, smla_rng *rng
     free(map);
 }
 
+static void test_slice(gpu_case *c, const config *cfg, int mode)
+{
+    const size_t H = (size_t)cfg->heads;
+    const int32_t n = c->batch.query_start_loc[1];
+    run(c, modes[mode], -2, &c->first);
+    run_requests(c, modes[mode], -2, 1, &c->got);
+    const int differ = memcmp(c->first.out, c->got.out, (size_t)n * H * SMLA_HEAD_DIM * sizeof(uint16_t)) != 0 ||
+                       memcmp(c->first.lse, c->got.lse, (size_t)n * H * sizeof(float)) != 0;
+    report("slice", cfg, mode, differ, 1);
+}
+
 static int parse_runs(int argc, char **argv)
 {
     int runs = 100;
@@ -246,6 +268,8 @@ int main(int argc, char **argv)
             test_runs(&c, cfg, m, runs);
             test_caps(&c, cfg, m);
             test_reorder(&c, cfg, m, &rng, &moved);
+            if (modes[m] != SMLA_SPLIT_AUTO) /* AUTO's splits follow the launch's tokens */
+                test_slice(&c, cfg, m);
         }
         smla_test_batch_free(&moved);
         case_free(&c);
