@@ -42,10 +42,6 @@ constexpr int kRows = 64, kStages = 3, kThreads = 512, kProducerThreads = 256, k
 constexpr int kTileBytes = kRows * 1024, kScratchBytes = 8192;
 // Named barriers (0 is __syncthreads): the producers', each consumer WG's, both consumers'.
 constexpr int kBarProducers = 1, kBarWg0 = 2, kBarConsumers = 4;
-// S^T's K steps over this many accumulators (entries_on_m_mma.cuh): a chain of dependent
-// m64n8k16 wgmmas waits out each one's latency (4 chains: +20% at 8 heads, session 37); at
-// 16 heads one chain runs at the shared-memory port's rate already.
-template <int kHT> constexpr int kSChains = kHT == 8 ? 4 : 1;
 
 // An item handed from the producers to the consumers; w.ntiles == 0: no more items.
 struct RingItem {
@@ -243,7 +239,7 @@ template <int kHT> struct Consumer {
             const uint64_t *info = r.rowinfo + stage * kRows;
             const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
             float s[kSReg];
-            score_entries_on_m<kHT, kRows, kSChains<kHT>>(s, tile, r.q);
+            score_entries_on_m<kHT, kRows>(s, tile, r.q);
             if (i + 2 >= ntiles)
                 mbar_arrive(r.q_empty); // this WG's last S of the item
 
