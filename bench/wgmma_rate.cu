@@ -271,16 +271,6 @@ template <int kPlanes> __device__ __forceinline__ void pv_transposed_group(const
     fence_regs(d);
 }
 
-// Four 8x8 matrices of 16-bit values from shared memory (ldmatrix .x4): register j of
-// lane l holds row l / 4 of matrix j, columns 2 (l % 4) and + 1.
-__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint4 &r)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-                 : "r"(addr)
-                 : "memory");
-}
-
 // bf16ring's products with the tile's operand in registers (kS16R, kPV16R): the tile is
 // [8 blocks of 64 dims][64 rows][128 B] (128-byte swizzle), the other operand (Q, 16 rows
 // of 512 dims, or P^T, 16 rows of 64 entries) at `b`. Batches of 8 wgmmas, two register
@@ -298,18 +288,16 @@ template <bool kPV> __device__ __forceinline__ void entries_on_m_rs_group(const 
     rs_batches(
         d,
         [&](int batch, int i) {
-            uint4 f;
+            uint32_t r[4];
             if (kPV) { // batch = K step (16 entries), i = M block
                 const int e = 16 * batch + (lane % 8) + (lane / 16) * 8, c = 2 * w + (lane / 8) % 2;
-                uint32_t r[4];
                 ldmatrix_x4_trans(t0 + i * (64 * 128) + e * 128 + ((c ^ (e % 8)) << 4), r);
-                f = make_uint4(r[0], r[1], r[2], r[3]);
             } else { // step 8 batch + i
                 const int step = 8 * batch + i, row = 16 * w + (lane % 8) + ((lane / 8) % 2) * 8;
                 const int c = (step % 4) * 2 + lane / 16;
-                ldmatrix_x4(t0 + (step / 4) * (64 * 128) + row * 128 + ((c ^ (row % 8)) << 4), f);
+                ldmatrix_x4(t0 + (step / 4) * (64 * 128) + row * 128 + ((c ^ (row % 8)) << 4), r);
             }
-            return f;
+            return make_uint4(r[0], r[1], r[2], r[3]);
         },
         [&](int batch, int i, uint4 f) {
             if (kPV)

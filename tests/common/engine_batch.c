@@ -290,13 +290,19 @@ smla_status smla_test_batch_reference(smla_context *ctx, const smla_test_batch *
     return st;
 }
 
+int32_t smla_test_batch_leading_decodes(const smla_test_batch *b, int32_t threshold)
+{
+    const int32_t *qsl = b->query_start_loc;
+    int32_t decodes = 0;
+    while (decodes < b->num_requests && qsl[decodes + 1] - qsl[decodes] <= threshold)
+        decodes++;
+    return decodes;
+}
+
 void smla_test_batch_random_order(const smla_test_batch *b, smla_rng *rng, int32_t threshold,
                                   int32_t *order)
 {
-    const int32_t R = b->num_requests, *qsl = b->query_start_loc;
-    int32_t decodes = 0;
-    while (decodes < R && qsl[decodes + 1] - qsl[decodes] <= threshold)
-        decodes++;
+    const int32_t R = b->num_requests, decodes = smla_test_batch_leading_decodes(b, threshold);
     for (int32_t r = 0; r < R; r++)
         order[r] = r;
     for (int32_t r = R - 1; r > 0; r--) { /* Fisher-Yates within each class */

@@ -84,6 +84,9 @@ smla_status smla_test_batch_reference(smla_context *ctx, const smla_test_batch *
                                       const int32_t *tokens, int32_t n, uint16_t *out,
                                       float *lse);
 
+/* How many of the batch's first requests have at most `threshold` query tokens (its
+ * leading decodes). */
+int32_t smla_test_batch_leading_decodes(const smla_test_batch *b, int32_t threshold);
 /* A random order of b's requests that keeps its decodes (the leading requests of at most
  * threshold tokens) first, for smla_test_batch_reorder. */
 void smla_test_batch_random_order(const smla_test_batch *b, smla_rng *rng, int32_t threshold,

@@ -225,11 +225,8 @@ static void test_reorder(gpu_case *c, const config *cfg, int mode, smla_rng *rng
 static void test_slice(gpu_case *c, const config *cfg, int mode)
 {
     const size_t H = (size_t)cfg->heads;
-    const int32_t *qsl = c->batch.query_start_loc;
-    int32_t decodes = 0;
-    while (decodes < c->batch.num_requests && qsl[decodes + 1] - qsl[decodes] <= THRESHOLD)
-        decodes++;
-    const int32_t n = qsl[decodes];
+    const int32_t decodes = smla_test_batch_leading_decodes(&c->batch, THRESHOLD);
+    const int32_t n = c->batch.query_start_loc[decodes];
     run(c, modes[mode], -2, &c->first);
     run_requests(c, modes[mode], -2, decodes, &c->got);
     const int differ = memcmp(c->first.out, c->got.out, (size_t)n * H * SMLA_HEAD_DIM * sizeof(uint16_t)) != 0 ||

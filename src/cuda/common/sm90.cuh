@@ -117,6 +117,17 @@ __device__ __forceinline__ void stmatrix_x4(void *row, uint32_t a0, uint32_t a1,
                  : "memory");
 }
 
+// Four 8x8 matrices of 16-bit values from shared memory (ldmatrix .x4): lane l gives the
+// address of row l % 8 of matrix l / 8; register j of lane l holds row l / 4 of matrix j,
+// columns 2 (l % 4) (low half) and + 1.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t addr, uint32_t (&r)[4])
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+}
+
 // Four 8x8 matrices of 16-bit values from shared memory, transposed (ldmatrix .x4 .trans):
 // lane l gives the address of row l % 8 of matrix l / 8 (16 contiguous bytes); register j
 // of lane l holds column l / 4 of matrix j, rows 2 (l % 4) (low half) and + 1.
