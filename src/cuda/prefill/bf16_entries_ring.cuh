@@ -42,6 +42,13 @@ constexpr int kRows = 64, kStages = 3, kThreads = 512, kProducerThreads = 256, k
 constexpr int kTileBytes = kRows * 1024, kScratchBytes = 8192;
 // Named barriers (0 is __syncthreads): the producers', each consumer WG's, both consumers'.
 constexpr int kBarProducers = 1, kBarWg0 = 2, kBarConsumers = 4;
+// S^T's K steps over this many accumulators (entries_on_m_mma.cuh): a chain of dependent
+// m64n8k16 wgmmas waits out each one's latency (4 chains: +20% at 8 heads, session 37).
+// The same at every head tile: the tile follows the batch, and a head's S must not.
+constexpr int kSChains = 4;
+// Registers a thread: the producers give theirs to the consumers' accumulators.
+constexpr int kConsumerRegs = 168, kProducerRegs = 88;
+static_assert(128 * 2 * (kConsumerRegs + kProducerRegs) <= 65536, "register file");
 
 // An item handed from the producers to the consumers; w.ntiles == 0: no more items.
 struct RingItem {
@@ -239,7 +246,7 @@ template <int kHT> struct Consumer {
             const uint64_t *info = r.rowinfo + stage * kRows;
             const bool v_lo = info[r_lo] != 0, v_hi = info[r_lo + 8] != 0;
             float s[kSReg];
-            score_entries_on_m<kHT, kRows>(s, tile, r.q);
+            score_entries_on_m<kHT, kRows, kSChains>(s, tile, r.q);
             if (i + 2 >= ntiles)
                 mbar_arrive(r.q_empty); // this WG's last S of the item
 
@@ -393,9 +400,11 @@ __global__ void __launch_bounds__(kThreads, 1) kernel(const __grid_constant__ At
     __syncthreads();
     const int wg = warp_uniform(tid / 128), warp = (tid % 128) / 32, lane = tid % 32;
     if (wg >= 2) {
+        regs_decrease<kProducerRegs>();
         produce<kHT>(p, r, tid - 256);
         return;
     }
+    regs_increase<kConsumerRegs>();
     Consumer<kHT> cs;
     for (int g = 0, n = 0;; n++) {
         mbar_wait(&r.item_full[n % 2], (n / 2) & 1);
