@@ -191,7 +191,7 @@ if [ "$mode" = sanitize ]; then
                 $([ $variant = specialised ] && echo --specialised)
         done
     step gpu_test_plan_graph-initcheck compute-sanitizer --tool initcheck --error-exitcode 9 "$build/tests/gpu_test_plan_graph"
-    # SANITIZE_CHECK_ARGS (e.g. "--heads 16 --token-heads 4096"): appended to both checks,
+    # SANITIZE_CHECK_ARGS (e.g. "--heads 16 --q bf16 --token-heads 2048"): appended to both checks,
     # to sanitize one kernel family on larger problems.
     # All at once: memcheck (73 s) beside racecheck, one process per head count (the whole
     # check in one racecheck process ran past 480 s in session 33; untried in parallel).

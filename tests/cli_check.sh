@@ -21,10 +21,12 @@ expect 2 "--token-heads '4294967304' is not an integer in \\[8, 1048576\\]" chec
 expect 2 "--token-heads '7' is not an integer" check --token-heads 7
 expect 2 "--heads must be 8, 16, 32, 64 or 128, not '4294967312'" check --heads 4294967312
 expect 2 "--heads must be 8, 16, 32, 64 or 128, not '12'" check --heads 12
+expect 2 "--q must be fp8 or bf16, not 'fp16'" check --q fp16
+expect 2 "missing value after '--q'" check --q
 expect 2 "missing value after '--cases'" check --cases
 expect 2 "unknown argument '--bogus'" check --bogus 1
 # Valid options get as far as the backend: without a GPU that is exit 2 and says so.
-"$smla" check --cases 1 --seed 18446744073709551615 --token-heads 8 --heads 8 >"$out" 2>&1
+"$smla" check --cases 1 --seed 18446744073709551615 --token-heads 8 --heads 8 --q bf16 >"$out" 2>&1
 rc=$?
 if [ $rc -eq 2 ]; then
     grep -qE "no usable GPU|built without CUDA" "$out" || fail "check without a GPU: $(cat "$out")"

@@ -9,7 +9,8 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--heads N] [--verbose]\n"
+    fprintf(f, "usage: smla check [--cases N] [--seed S] [--token-heads N] [--heads N] [--q fp8|bf16]\n"
+               "                  [--verbose]\n"
                "Random problems on the GPU against the CPU reference: heads 8..128, FP8 and BF16\n"
                "queries, fp8/bf16/mixed caches, with and without positions and plans, ragged sizes,\n"
                "invalid indices, empty rows, +-inf sinks, KV rows whose 64-value tiles differ in\n"
@@ -22,7 +23,8 @@ static void usage(FILE *f)
                "  --cases N        problems per configuration, 1 to %d (default 1)\n"
                "  --seed S         RNG seed, 0 to 2^64 - 1 (default: from the clock, printed)\n"
                "  --token-heads N  tokens x heads of the largest problem, 8 to %d (default 3072)\n"
-               "  --heads N        only this head count: 8, 16, 32, 64 or 128 (default: all)\n",
+               "  --heads N        only this head count: 8, 16, 32, 64 or 128 (default: all)\n"
+               "  --q T            only this query type, fp8 or bf16 (default: both)\n",
             SMLA_CHECK_MAX_CASES, SMLA_CHECK_MAX_TOKEN_HEADS);
 }
 
@@ -44,7 +46,7 @@ static int is_head_count(uint64_t h)
 
 int smla_check_options_parse(int argc, char **argv, check_options *o)
 {
-    *o = (check_options){(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0, 0};
+    *o = (check_options){(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0, 0, -1};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         uint64_t v = 0;
@@ -57,7 +59,8 @@ int smla_check_options_parse(int argc, char **argv, check_options *o)
             continue;
         }
         const int known = !strcmp(arg, "--cases") || !strcmp(arg, "--seed") ||
-                          !strcmp(arg, "--token-heads") || !strcmp(arg, "--heads");
+                          !strcmp(arg, "--token-heads") || !strcmp(arg, "--heads") ||
+                          !strcmp(arg, "--q");
         if (!known || i + 1 == argc) {
             fprintf(stderr, "smla check: %s '%s'\n", known ? "missing value after" : "unknown argument",
                     arg);
@@ -76,6 +79,12 @@ int smla_check_options_parse(int argc, char **argv, check_options *o)
             if (!parse_value(arg, value, 8, SMLA_CHECK_MAX_TOKEN_HEADS, &v))
                 return 2;
             o->token_heads = (int)v;
+        } else if (!strcmp(arg, "--q")) {
+            if (strcmp(value, "fp8") && strcmp(value, "bf16")) {
+                fprintf(stderr, "smla check: --q must be fp8 or bf16, not '%s'\n", value);
+                return 2;
+            }
+            o->q_bf16 = !strcmp(value, "bf16");
         } else {
             if (!smla_cli_parse_uint(value, strlen(value), 8, 128, &v) || !is_head_count(v)) {
                 fprintf(stderr, "smla check: --heads must be 8, 16, 32, 64 or 128, not '%s'\n",

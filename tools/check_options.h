@@ -14,6 +14,7 @@ typedef struct check_options {
     int token_heads; /* tokens x heads budget of one problem (the CPU reference's cost) */
     int verbose;
     int heads; /* only this head count (0: every one) */
+    int q_bf16; /* only this query type: -1 every one, 0 FP8, 1 BF16 */
 } check_options;
 
 /* argv[0] is the command's name. Returns -1 when the command should run with *o, else

@@ -347,8 +347,11 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
     return !(repeat_ok && segment_ok && slice_ok);
 }
 
-/* Whether the checks cover head count h (--heads). */
-static int covers_heads(const check_options *o, int h) { return !o->heads || o->heads == h; }
+/* Whether the checks cover head count h (--heads) with query type qs[qi] (--q). */
+static int covers(const check_options *o, int h, size_t qi)
+{
+    return (!o->heads || o->heads == h) && (o->q_bf16 < 0 || (size_t)o->q_bf16 == qi);
+}
 
 static int run_checks(smla_context *ctx, const check_options *o)
 {
@@ -358,9 +361,10 @@ static int run_checks(smla_context *ctx, const check_options *o)
     smla_tool_rng_seed(&rng, o->seed);
     int failures = 0, total = 0;
     smla_check_table_header(stdout);
+    const size_t num_combos = sizeof kv_combos / sizeof kv_combos[0];
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
-        for (size_t qi = 0; qi < 2 && covers_heads(o, heads[hi]); qi++)
-            for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
+        for (size_t qi = 0; qi < 2; qi++)
+            for (size_t ki = 0; ki < num_combos && covers(o, heads[hi], qi); ki++)
                 for (int pos = 0; pos < 4; pos++) {
                     int max_tokens = o->token_heads / heads[hi];
                     if (pos == SMLA_CHECK_POSITIONS_DECODE) /* batches up to 512 requests */
@@ -380,18 +384,18 @@ static int run_checks(smla_context *ctx, const check_options *o)
     static const smla_kv_format inv_formats[2][2] = {{SMLA_KV_FP8, SMLA_KV_FP8_DS_MLA},
                                                      {SMLA_KV_BF16, SMLA_KV_FP8_DS_MLA}};
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
-        for (size_t qi = 0; qi < 2 && covers_heads(o, heads[hi]); qi++)
-            for (size_t fi = 0; fi < 2; fi++)
+        for (size_t qi = 0; qi < 2; qi++)
+            for (size_t fi = 0; fi < 2 && covers(o, heads[hi], qi); fi++)
                 inv_failures += check_invariance(ctx, heads[hi], qs[qi], inv_formats[qi][fi], &rng);
     static const int walking_heads[] = {64, 128};
     for (size_t hi = 0; hi < 2; hi++)
-        for (size_t qi = 0; qi < 2 && covers_heads(o, walking_heads[hi]); qi++)
-            for (size_t ki = 0; ki < sizeof kv_combos / sizeof kv_combos[0]; ki++)
+        for (size_t qi = 0; qi < 2; qi++)
+            for (size_t ki = 0; ki < num_combos && covers(o, walking_heads[hi], qi); ki++)
                 inv_failures += check_walk(ctx, walking_heads[hi], qs[qi], kv_combos[ki], &rng);
     /* Raw rows, which the BF16 path widens: fp8_ds_mla, and BF16 window rows beside E4M3 ones. */
     static const kv_combo raw_combos[] = {{SMLA_KV_FP8_DS_MLA, SMLA_KV_FP8_DS_MLA}, {SMLA_KV_BF16, SMLA_KV_FP8}};
-    for (size_t qi = 0; qi < 2 && covers_heads(o, 128); qi++)
-        for (size_t ki = 0; ki < sizeof raw_combos / sizeof raw_combos[0]; ki++)
+    for (size_t qi = 0; qi < 2; qi++)
+        for (size_t ki = 0; ki < sizeof raw_combos / sizeof raw_combos[0] && covers(o, 128, qi); ki++)
             inv_failures += check_head_groups(ctx, qs[qi], raw_combos[ki], &rng);
     printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
            inv_failures, (unsigned long long)o->seed);
