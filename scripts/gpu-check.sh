@@ -159,7 +159,7 @@ racecheck_outside_heads_on_m() {
     local log known='smla::(bf16m|fp8m|heads_on_m)::'
     log=$(mktemp)
     racecheck_log "$log" "$@" || return
-    [ -e "$RACECHECK_MERGE_MISREAD" ] && known='smla::(bf16m|fp8m|heads_on_m)::|smla::bf16ring::merge_and_store<'
+    [ -e "$RACECHECK_MERGE_MISREAD" ] && known+='|smla::bf16ring::merge_and_store<'
     if grep -E '(Race reported between|and) (Read|Write) access at' "$log" | grep -vqE "$known"; then
         echo "racecheck: a hazard outside the heads-on-M kernels' warpgroup hand-offs"
         [ -e "$RACECHECK_MERGE_MISREAD" ] || echo "(bf16ring's merge counts too: its probe was not misread)"

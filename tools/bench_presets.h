@@ -42,8 +42,8 @@ int smla_bench_preset_cases(int index, smla_dtype q_dtype, smla_kv_format kv_for
 /* The plan's decode threshold for a case's batch: decode requests have query_len tokens. */
 int32_t smla_bench_decode_threshold(const smla_bench_case *c);
 
-/* Names in the bench's tables and JSON: "fp8" or "bf16"; "auto", "fixed" or "none". */
-const char *smla_bench_dtype_name(smla_dtype dtype);
+/* Names in the bench's tables and JSON: "auto", "fixed" or "none" (query types:
+ * query_dtype.h). */
 const char *smla_bench_split_name(smla_split_mode split);
 /* The split mode called name into *split; 0 when there is none. */
 int smla_bench_split_parse(const char *name, smla_split_mode *split);

@@ -12,6 +12,7 @@
 #include "bench_timer.h"
 #include "check_compare.h"
 #include "check_problem.h"
+#include "query_dtype.h"
 #include "staging_gather.h"
 #include "workload_device.h"
 
@@ -297,7 +298,7 @@ static void print_row(const smla_bench_case *c, const smla_workload *w,
                  o->check.rel_fro);
     printf("%-26s %-4s %6d %5d %8.1f %5s %5s %9.1f %9.1f %10.1f %9.1f %7.2f %8.1f %8.1f %6.2f  "
            "%s\n",
-           c->name, smla_bench_dtype_name(c->q_dtype), w->num_tokens, c->heads,
+           c->name, smla_query_dtype_name(c->q_dtype), w->num_tokens, c->heads,
            (double)w->active_entries / w->num_tokens, cap, smla_bench_split_name(run->split),
            t->gather_us, t->staged_us, t->staging_us, t->direct_us,
            t->staging_us / t->direct_us, tflops(w, t->staging_us), tflops(w, t->direct_us),
@@ -312,7 +313,7 @@ static cJSON *json_row(const smla_bench_case *c, const smla_workload *w,
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "name", c->name);
     cJSON_AddStringToObject(j, "mode", "staging");
-    cJSON_AddStringToObject(j, "q", smla_bench_dtype_name(c->q_dtype));
+    cJSON_AddStringToObject(j, "q", smla_query_dtype_name(c->q_dtype));
     cJSON_AddStringToObject(j, "kv", smla_kv_format_name(c->kv_format));
     cJSON_AddNumberToObject(j, "heads", c->heads);
     cJSON_AddNumberToObject(j, "tokens", w->num_tokens);
@@ -372,7 +373,7 @@ int smla_bench_staging_case(smla_context *ctx, const smla_bench_case *c,
     const smla_status st = measure(ctx, c, w, run, &s, &o, &error);
     staging_free(&s);
     if (st != SMLA_OK) {
-        printf("%-26s %-4s staging failed: %s\n", c->name, smla_bench_dtype_name(c->q_dtype),
+        printf("%-26s %-4s staging failed: %s\n", c->name, smla_query_dtype_name(c->q_dtype),
                error.message);
         cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "name", c->name);

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "cli_number.h"
+#include "query_dtype.h"
 
 static void usage(FILE *f)
 {
@@ -46,7 +47,7 @@ static int is_head_count(uint64_t h)
 
 int smla_check_options_parse(int argc, char **argv, check_options *o)
 {
-    *o = (check_options){(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0, 0, -1};
+    *o = (check_options){(uint64_t)time(NULL) ^ ((uint64_t)clock() << 32), 1, 3072, 0, 0, SMLA_DTYPE_INVALID};
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         uint64_t v = 0;
@@ -80,11 +81,11 @@ int smla_check_options_parse(int argc, char **argv, check_options *o)
                 return 2;
             o->token_heads = (int)v;
         } else if (!strcmp(arg, "--q")) {
-            if (strcmp(value, "fp8") && strcmp(value, "bf16")) {
+            o->q_dtype = smla_query_dtype_parse(value);
+            if (o->q_dtype == SMLA_DTYPE_INVALID) {
                 fprintf(stderr, "smla check: --q must be fp8 or bf16, not '%s'\n", value);
                 return 2;
             }
-            o->q_bf16 = !strcmp(value, "bf16");
         } else {
             if (!smla_cli_parse_uint(value, strlen(value), 8, 128, &v) || !is_head_count(v)) {
                 fprintf(stderr, "smla check: --heads must be 8, 16, 32, 64 or 128, not '%s'\n",

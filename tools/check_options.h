@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "smla.h"
+
 #define SMLA_CHECK_MAX_CASES 1000000        /* problems per configuration */
 #define SMLA_CHECK_MAX_TOKEN_HEADS 1048576  /* tokens x heads of the largest problem */
 
@@ -14,7 +16,7 @@ typedef struct check_options {
     int token_heads; /* tokens x heads budget of one problem (the CPU reference's cost) */
     int verbose;
     int heads; /* only this head count (0: every one) */
-    int q_bf16; /* only this query type: -1 every one, 0 FP8, 1 BF16 */
+    smla_dtype q_dtype; /* only this query type (SMLA_DTYPE_INVALID: both) */
 } check_options;
 
 /* argv[0] is the command's name. Returns -1 when the command should run with *o, else

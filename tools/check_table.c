@@ -1,5 +1,6 @@
 /* The summary table (check_table.h). */
 #include "check_table.h"
+#include "query_dtype.h"
 
 #include <math.h>
 
@@ -66,7 +67,7 @@ void smla_check_table_row(FILE *f, const smla_check_config *c, const smla_check_
              c->extra_format ? smla_kv_format_name(c->extra_format) : "-");
     snprintf(cases, sizeof cases, "%d", row->problems[0] + row->problems[1]);
     const int any = row->problems[0] + row->problems[1] > 0;
-    fprintf(f, ROW_FORMAT, heads, c->q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", kv,
+    fprintf(f, ROW_FORMAT, heads, smla_query_dtype_name(c->q_dtype), kv,
             positions_name(c->positions), cases, number(n[0], row->out[0], row->problems[0]),
             number(n[1], row->out[1], row->problems[1]), number(n[2], row->floor[0], 1),
             number(n[3], row->floor[1], 1), number(n[4], row->lse, any), number(n[5], row->lse_floor[0], 1),

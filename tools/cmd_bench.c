@@ -11,6 +11,7 @@
 #include "bench_timer.h"
 #include "cli_number.h"
 #include "commands.h"
+#include "query_dtype.h"
 #include "workload_device.h"
 
 #define BENCH_SEED 1
@@ -223,9 +224,7 @@ static int parse_options(int argc, char **argv, bench_options *o)
                 return bad_option("--heads must be 8, 16, 32, 64 or 128, not '%s'", value);
             o->heads = (int32_t)n;
         } else if (!strcmp(arg, "--q")) {
-            o->q_dtype = !strcmp(value, "fp8")    ? SMLA_DTYPE_FP8_E4M3
-                         : !strcmp(value, "bf16") ? SMLA_DTYPE_BF16
-                                                  : SMLA_DTYPE_INVALID;
+            o->q_dtype = smla_query_dtype_parse(value);
             if (o->q_dtype == SMLA_DTYPE_INVALID)
                 return bad_option("--q must be fp8 or bf16, not '%s'", value);
         } else if (!strcmp(arg, "--kv")) {
@@ -282,7 +281,7 @@ static void list_cases(const bench_options *o)
         for (int c = 0; c < n; c++) {
             const smla_bench_case *k = &cases[c];
             const int rows = k->kind == SMLA_BENCH_RANDOM_ROWS;
-            printf("%-34s %-4s %-10s %6d %5d %7d %7d %6d\n", k->name, smla_bench_dtype_name(k->q_dtype),
+            printf("%-34s %-4s %-10s %6d %5d %7d %7d %6d\n", k->name, smla_query_dtype_name(k->q_dtype),
                    smla_kv_format_name(k->kv_format), rows ? 0 : k->num_requests, k->heads,
                    k->topk, rows ? k->tokens : k->num_requests * k->query_len,
                    rows ? 0 : k->prefix_len);
@@ -355,7 +354,7 @@ static void print_row(const smla_bench_case *c, const smla_workload *w, const ca
     if (r->segments >= 0)
         snprintf(segments, sizeof segments, "%d", r->segments);
     printf("%-34s %-4s %-10s %6d %5d %8.1f %5s %4s %5s %6d %10.1f %8.1f %7.0f\n", c->name,
-           smla_bench_dtype_name(c->q_dtype), smla_kv_format_name(c->kv_format), w->num_tokens,
+           smla_query_dtype_name(c->q_dtype), smla_kv_format_name(c->kv_format), w->num_tokens,
            c->heads, (double)w->active_entries / w->num_tokens, cap, segments,
            smla_bench_split_name(r->split), r->copies, r->time_us,
            w->flops / r->time_us * 1e-6, w->kv_bytes / r->time_us * 1e-3);
@@ -367,7 +366,7 @@ static cJSON *json_row(const smla_bench_case *c, const smla_workload *w, const c
 {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "name", c->name);
-    cJSON_AddStringToObject(o, "q", smla_bench_dtype_name(c->q_dtype));
+    cJSON_AddStringToObject(o, "q", smla_query_dtype_name(c->q_dtype));
     cJSON_AddStringToObject(o, "kv", smla_kv_format_name(c->kv_format));
     cJSON_AddNumberToObject(o, "heads", c->heads);
     if (w) {
@@ -395,7 +394,7 @@ static cJSON *json_row(const smla_bench_case *c, const smla_workload *w, const c
 static int report_failure(const smla_bench_case *c, const smla_workload *w, const case_result *r,
                           const char *message, cJSON *rows)
 {
-    printf("%-34s %-4s %-10s failed: %s\n", c->name, smla_bench_dtype_name(c->q_dtype),
+    printf("%-34s %-4s %-10s failed: %s\n", c->name, smla_query_dtype_name(c->q_dtype),
            smla_kv_format_name(c->kv_format), message);
     cJSON_AddItemToArray(rows, json_row(c, w, r, message));
     return 1;

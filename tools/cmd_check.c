@@ -14,6 +14,7 @@
 #include "check_problem.h"
 #include "check_table.h"
 #include "commands.h"
+#include "query_dtype.h"
 #include "smla.h"
 
 #ifdef SMLA_WITH_CUDA
@@ -257,7 +258,7 @@ static int check_walk(smla_context *ctx, int heads, smla_dtype q_dtype, kv_combo
     }
     const int same = !bad && outputs_equal(&p, &whole, &sliced);
     printf("  walk (split none) H=%-3d q=%-4s %s: in slices of %d tokens %s\n", heads,
-           q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description, kSliceTokens,
+           smla_query_dtype_name(q_dtype), p.description, kSliceTokens,
            bad ? "FAILED TO RUN" : same ? "identical" : "DIFFERENT");
     output_free(&whole);
     output_free(&sliced);
@@ -299,7 +300,7 @@ static int check_head_groups(smla_context *ctx, smla_dtype q_dtype, kv_combo kv,
     }
     const int same = !bad && outputs_equal(&p, &whole, &groups);
     printf("  head groups (split fixed) H=128 q=%-4s %s: against 2 x 64 heads %s\n",
-           q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description,
+           smla_query_dtype_name(q_dtype), p.description,
            bad ? "FAILED TO RUN" : same ? "identical" : "DIFFERENT");
     output_free(&whole);
     output_free(&groups);
@@ -337,7 +338,7 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
                    (!a.lse || memcmp(a.lse, d.lse, (size_t)(keep * p.args.lse.stride[0]) * 4) == 0);
     }
     printf("  invariance (split fixed) H=%-3d q=%-4s %s: repeat %s, segmented plan %s, slice alone %s\n", heads,
-           q_dtype == SMLA_DTYPE_FP8_E4M3 ? "fp8" : "bf16", p.description, repeat_ok ? "identical" : "DIFFERENT",
+           smla_query_dtype_name(q_dtype), p.description, repeat_ok ? "identical" : "DIFFERENT",
            segment_ok ? "identical" : "DIFFERENT", slice_ok ? "identical" : "DIFFERENT");
     output_free(&a);
     output_free(&b);
@@ -347,10 +348,10 @@ static int check_invariance(smla_context *ctx, int heads, smla_dtype q_dtype, sm
     return !(repeat_ok && segment_ok && slice_ok);
 }
 
-/* Whether the checks cover head count h (--heads) with query type qs[qi] (--q). */
-static int covers(const check_options *o, int h, size_t qi)
+/* Whether the checks cover head count h (--heads) with query type q (--q). */
+static int covers(const check_options *o, int h, smla_dtype q)
 {
-    return (!o->heads || o->heads == h) && (o->q_bf16 < 0 || (size_t)o->q_bf16 == qi);
+    return (!o->heads || o->heads == h) && (o->q_dtype == SMLA_DTYPE_INVALID || o->q_dtype == q);
 }
 
 static int run_checks(smla_context *ctx, const check_options *o)
@@ -364,7 +365,7 @@ static int run_checks(smla_context *ctx, const check_options *o)
     const size_t num_combos = sizeof kv_combos / sizeof kv_combos[0];
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (size_t qi = 0; qi < 2; qi++)
-            for (size_t ki = 0; ki < num_combos && covers(o, heads[hi], qi); ki++)
+            for (size_t ki = 0; ki < num_combos && covers(o, heads[hi], qs[qi]); ki++)
                 for (int pos = 0; pos < 4; pos++) {
                     int max_tokens = o->token_heads / heads[hi];
                     if (pos == SMLA_CHECK_POSITIONS_DECODE) /* batches up to 512 requests */
@@ -385,17 +386,17 @@ static int run_checks(smla_context *ctx, const check_options *o)
                                                      {SMLA_KV_BF16, SMLA_KV_FP8_DS_MLA}};
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++)
         for (size_t qi = 0; qi < 2; qi++)
-            for (size_t fi = 0; fi < 2 && covers(o, heads[hi], qi); fi++)
+            for (size_t fi = 0; fi < 2 && covers(o, heads[hi], qs[qi]); fi++)
                 inv_failures += check_invariance(ctx, heads[hi], qs[qi], inv_formats[qi][fi], &rng);
     static const int walking_heads[] = {64, 128};
     for (size_t hi = 0; hi < 2; hi++)
         for (size_t qi = 0; qi < 2; qi++)
-            for (size_t ki = 0; ki < num_combos && covers(o, walking_heads[hi], qi); ki++)
+            for (size_t ki = 0; ki < num_combos && covers(o, walking_heads[hi], qs[qi]); ki++)
                 inv_failures += check_walk(ctx, walking_heads[hi], qs[qi], kv_combos[ki], &rng);
     /* Raw rows, which the BF16 path widens: fp8_ds_mla, and BF16 window rows beside E4M3 ones. */
     static const kv_combo raw_combos[] = {{SMLA_KV_FP8_DS_MLA, SMLA_KV_FP8_DS_MLA}, {SMLA_KV_BF16, SMLA_KV_FP8}};
     for (size_t qi = 0; qi < 2; qi++)
-        for (size_t ki = 0; ki < sizeof raw_combos / sizeof raw_combos[0] && covers(o, 128, qi); ki++)
+        for (size_t ki = 0; ki < sizeof raw_combos / sizeof raw_combos[0] && covers(o, 128, qs[qi]); ki++)
             inv_failures += check_head_groups(ctx, qs[qi], raw_combos[ki], &rng);
     printf("smla check: %d/%d problems passed, %d bit-exactness failures (seed %llu)\n", total - failures, total,
            inv_failures, (unsigned long long)o->seed);

@@ -7,6 +7,7 @@
 #include "cli_number.h"
 #include "commands.h"
 #include "plan_cli.h"
+#include "query_dtype.h"
 
 typedef struct plan_args {
     const char *queries;   /* required comma list */
@@ -113,11 +114,8 @@ static int parse_args(int argc, char **argv, plan_args *a, int *help)
             if (!parse_number(opt, val, &a->cap))
                 return 2;
         } else if (!strcmp(opt, "--dtype")) {
-            if (!strcmp(val, "fp8")) {
-                a->dtype = SMLA_DTYPE_FP8_E4M3;
-            } else if (!strcmp(val, "bf16")) {
-                a->dtype = SMLA_DTYPE_BF16;
-            } else {
+            a->dtype = smla_query_dtype_parse(val);
+            if (a->dtype == SMLA_DTYPE_INVALID) {
                 fprintf(stderr, "smla plan: --dtype must be fp8 or bf16, got '%s'\n", val);
                 return 2;
             }
