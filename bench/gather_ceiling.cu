@@ -8,6 +8,10 @@
 //   cpasync T K  one CTA per SM, T threads issue 16-byte cp.async copies of 32-row batches
 //                into a ring of stages holding K KB; a stage is reissued once its previous
 //                copy landed, so K KB stay in flight
+//   lines T K    the cpasync ring, but thread t copies 16-byte chunks t % 8 + 8 j of rows
+//                t / 8, + T / 8, ...: a row's copies differ by constants, one LDGSTS each
+//                with immediate offsets (cpasync spends ~8 instructions a copy on its
+//                index arithmetic; the kernels' copy loops are written this way)
 //   bulk K       the same ring, each row one cp.async.bulk copy (the copy engine) issued
 //                by one thread and counted on the stage's mbarrier
 // In the ring methods the row ids of a batch are loaded two batches ahead (held in a
@@ -49,9 +53,12 @@ __global__ void gather_ldg(const uint8_t *pool, const int32_t *rows, int64_t n, 
 constexpr int kBatchRows = 32;
 constexpr int kRingOff = 1024; // mbarriers and the two id buffers before the ring
 
+enum class Copy { kChunks, kLines, kBulk };
+
 // One CTA per SM: batches b = blockIdx.x, + gridDim.x, ... of 32 rows into a ring of
-// kStages stages. Row bytes are a power of two (chunk index by shift).
-template <bool kBulk, int kStages>
+// kStages stages. Row bytes are a power of two (chunk index by shift); kLines: 128-byte
+// lines a row (Copy::kLines).
+template <Copy kCopy, int kStages, int kLines = 0>
 __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n, int row_bytes, int chunk_shift)
 {
     extern __shared__ __align__(128) uint8_t smem[];
@@ -78,13 +85,23 @@ __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n,
         const int32_t after = ids_of(2);
         const int32_t *cur = ids + (k % 2) * kBatchRows;
         uint8_t *dst = ring + stage * kBatchRows * row_bytes;
-        if (kBulk) {
+        if (kCopy == Copy::kBulk) {
             if (tid < kBatchRows) {
                 if (k >= kStages)
                     mbar_wait(&bars[stage], ((k / kStages) - 1) & 1); // the stage's last copy landed
                 mbar_arrive_expect_tx(&bars[stage], row_bytes);
                 bulk_copy_g2s(dst + tid * row_bytes, pool + int64_t(cur[tid]) * row_bytes, row_bytes, &bars[stage]);
             }
+        } else if (kCopy == Copy::kLines) {
+            const int q = tid % 8;
+            for (int row = tid / 8; row < kBatchRows; row += blockDim.x / 8) {
+                const uint8_t *src = pool + int64_t(cur[row]) * row_bytes + 16 * q;
+#pragma unroll
+                for (int j = 0; j < kLines; j++)
+                    cp_async16(dst + row * row_bytes + 16 * q + 128 * j, src + 128 * j, 16);
+            }
+            cp_async_commit();
+            cp_async_wait<kStages - 1>();
         } else {
             const int chunks = kBatchRows << chunk_shift;
             for (int c = tid; c < chunks; c += blockDim.x) {
@@ -99,7 +116,7 @@ __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n,
         next = after;
         __syncthreads();
     }
-    if (kBulk && tid < kBatchRows) { // drain: every stage's last phase
+    if (kCopy == Copy::kBulk && tid < kBatchRows) { // drain: every stage's last phase
         const int issued = static_cast<int>((batches - blockIdx.x + gridDim.x - 1) / gridDim.x);
         for (int k = issued > kStages ? issued - kStages : 0; k < issued; k++)
             mbar_wait(&bars[k % kStages], (k / kStages) & 1);
@@ -108,20 +125,28 @@ __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n,
 }
 
 struct Case {
-    const char *method; // ldg, cpasync, bulk
+    const char *method; // ldg, cpasync, lines, bulk
     int threads;        // per CTA (ring methods)
     int kb;             // KB in flight per SM (ring methods)
 };
 
-// The ring kernel for (method, stages), its shared memory set up.
+// The ring kernel for (method, stages, row bytes), its shared memory set up.
 using RingKernel = void (*)(const uint8_t *, const int32_t *, int64_t, int, int);
-RingKernel ring_kernel(bool bulk, int stages, int smem)
+template <int kStages> RingKernel ring_kernel_of(const char *method, int row_bytes)
+{
+    if (!strcmp(method, "bulk"))
+        return gather_ring<Copy::kBulk, kStages>;
+    if (strcmp(method, "lines"))
+        return gather_ring<Copy::kChunks, kStages>;
+    return row_bytes == 512 ? gather_ring<Copy::kLines, kStages, 4> : gather_ring<Copy::kLines, kStages, 8>;
+}
+RingKernel ring_kernel(const char *method, int row_bytes, int stages, int smem)
 {
     RingKernel k = nullptr;
     switch (stages) {
-    case 2: k = bulk ? gather_ring<true, 2> : gather_ring<false, 2>; break;
-    case 4: k = bulk ? gather_ring<true, 4> : gather_ring<false, 4>; break;
-    case 8: k = bulk ? gather_ring<true, 8> : gather_ring<false, 8>; break;
+    case 2: k = ring_kernel_of<2>(method, row_bytes); break;
+    case 4: k = ring_kernel_of<4>(method, row_bytes); break;
+    case 8: k = ring_kernel_of<8>(method, row_bytes); break;
     default: fprintf(stderr, "bench_gather: no ring of %d stages\n", stages); exit(1);
     }
     CUDA_CHECK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -159,7 +184,8 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMalloc(&sink, 4));
     CUDA_CHECK(cudaMalloc(&rows, n * sizeof(int32_t)));
     const Case cases[] = {{"ldg", 0, 0},        {"cpasync", 64, 64},  {"cpasync", 128, 64}, {"cpasync", 128, 128},
-                          {"cpasync", 256, 64}, {"cpasync", 256, 128}, {"bulk", 32, 64},     {"bulk", 32, 128}};
+                          {"cpasync", 256, 64}, {"cpasync", 256, 128}, {"lines", 128, 64},  {"lines", 256, 64},
+                          {"lines", 256, 128},  {"bulk", 32, 64},      {"bulk", 32, 128}};
     const int64_t pool_mb[] = {8, 512};
     const int row_sizes[] = {512, 1024};
     cudaEvent_t start, stop;
@@ -181,7 +207,7 @@ int main(int argc, char **argv)
                 const bool ldg = !strcmp(c.method, "ldg");
                 const int stages = (c.kb << 10) / (kBatchRows * row_bytes), smem = kRingOff + (c.kb << 10);
                 const int chunk_shift = row_bytes == 512 ? 5 : 6;
-                const RingKernel ring = ldg ? nullptr : ring_kernel(!strcmp(c.method, "bulk"), stages, smem);
+                const RingKernel ring = ldg ? nullptr : ring_kernel(c.method, row_bytes, stages, smem);
                 std::vector<float> times;
                 for (int it = 0; it < iters + 2; it++) {
                     CUDA_CHECK(cudaEventRecord(start));
