@@ -85,28 +85,28 @@ __global__ void gather_ring(const uint8_t *pool, const int32_t *rows, int64_t n,
         const int32_t after = ids_of(2);
         const int32_t *cur = ids + (k % 2) * kBatchRows;
         uint8_t *dst = ring + stage * kBatchRows * row_bytes;
-        if (kCopy == Copy::kBulk) {
+        if constexpr (kCopy == Copy::kBulk) {
             if (tid < kBatchRows) {
                 if (k >= kStages)
                     mbar_wait(&bars[stage], ((k / kStages) - 1) & 1); // the stage's last copy landed
                 mbar_arrive_expect_tx(&bars[stage], row_bytes);
                 bulk_copy_g2s(dst + tid * row_bytes, pool + int64_t(cur[tid]) * row_bytes, row_bytes, &bars[stage]);
             }
-        } else if (kCopy == Copy::kLines) {
-            const int q = tid % 8;
-            for (int row = tid / 8; row < kBatchRows; row += blockDim.x / 8) {
-                const uint8_t *src = pool + int64_t(cur[row]) * row_bytes + 16 * q;
-#pragma unroll
-                for (int j = 0; j < kLines; j++)
-                    cp_async16(dst + row * row_bytes + 16 * q + 128 * j, src + 128 * j, 16);
-            }
-            cp_async_commit();
-            cp_async_wait<kStages - 1>();
         } else {
-            const int chunks = kBatchRows << chunk_shift;
-            for (int c = tid; c < chunks; c += blockDim.x) {
-                const int row = c >> chunk_shift, chunk = c & ((1 << chunk_shift) - 1);
-                cp_async16(dst + c * 16, pool + int64_t(cur[row]) * row_bytes + chunk * 16, 16);
+            if constexpr (kCopy == Copy::kLines) {
+                const int q = tid % 8;
+                for (int row = tid / 8; row < kBatchRows; row += blockDim.x / 8) {
+                    const uint8_t *src = pool + int64_t(cur[row]) * row_bytes + 16 * q;
+#pragma unroll
+                    for (int j = 0; j < kLines; j++)
+                        cp_async16(dst + row * row_bytes + 16 * q + 128 * j, src + 128 * j, 16);
+                }
+            } else {
+                const int chunks = kBatchRows << chunk_shift;
+                for (int c = tid; c < chunks; c += blockDim.x) {
+                    const int row = c >> chunk_shift, chunk = c & ((1 << chunk_shift) - 1);
+                    cp_async16(dst + c * 16, pool + int64_t(cur[row]) * row_bytes + chunk * 16, 16);
+                }
             }
             cp_async_commit();
             cp_async_wait<kStages - 1>(); // the stage issued next has landed
@@ -136,9 +136,9 @@ template <int kStages> RingKernel ring_kernel_of(const char *method, int row_byt
 {
     if (!strcmp(method, "bulk"))
         return gather_ring<Copy::kBulk, kStages>;
-    if (strcmp(method, "lines"))
-        return gather_ring<Copy::kChunks, kStages>;
-    return row_bytes == 512 ? gather_ring<Copy::kLines, kStages, 4> : gather_ring<Copy::kLines, kStages, 8>;
+    if (!strcmp(method, "lines")) // 128-byte lines a row, as immediate offsets
+        return row_bytes == 512 ? gather_ring<Copy::kLines, kStages, 4> : gather_ring<Copy::kLines, kStages, 8>;
+    return gather_ring<Copy::kChunks, kStages>;
 }
 RingKernel ring_kernel(const char *method, int row_bytes, int stages, int smem)
 {
