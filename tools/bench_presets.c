@@ -173,7 +173,6 @@ int32_t smla_bench_decode_threshold(const smla_bench_case *c)
     return c->kind == SMLA_BENCH_DECODE ? c->query_len : 1;
 }
 
-
 static const char *const split_names[] = {"auto", "fixed", "none"};
 static const smla_split_mode split_modes[] = {SMLA_SPLIT_AUTO, SMLA_SPLIT_FIXED,
                                               SMLA_SPLIT_NONE};
