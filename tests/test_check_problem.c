@@ -103,7 +103,7 @@ static void check_one(smla_context *ctx, const smla_check_config *cfg, smla_tool
         return;
     }
     const int64_t tokens = a.q.shape[0], out_stride = a.out.stride[0];
-    uint16_t *copy = malloc((size_t)p.out_elements * 2);
+    uint16_t *copy = smla_test_alloc((size_t)p.out_elements * 2);
     memcpy(copy, a.out.data, (size_t)p.out_elements * 2);
     const float *lse = a.lse.data;
     const int64_t lse_stride = lse ? a.lse.stride[0] : 0;

@@ -27,10 +27,8 @@ static void outputs_make(const smla_test_batch *b, outputs *o)
     const size_t rows = (size_t)b->cfg.max_tokens * (size_t)b->cfg.heads;
     o->out_bytes = rows * SMLA_HEAD_DIM * sizeof(uint16_t);
     o->lse_bytes = rows * sizeof(float);
-    o->out = malloc(o->out_bytes);
-    o->lse = malloc(o->lse_bytes);
-    if (!o->out || !o->lse)
-        exit(1);
+    o->out = smla_test_alloc(o->out_bytes);
+    o->lse = smla_test_alloc(o->lse_bytes);
 }
 
 static void outputs_free(outputs *o)

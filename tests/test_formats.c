@@ -173,10 +173,10 @@ static void test_slot_addressing(smla_rng *rng)
             pool.block_stride += 16 * smla_rng_range(rng, 1, 40);
             const int64_t slots = num_blocks * bs;
             const size_t bytes = (size_t)(num_blocks * pool.block_stride);
-            uint8_t *buffer = malloc(bytes);
-            uint8_t *covered = calloc(bytes, 1);
-            float *rows = malloc((size_t)slots * D * sizeof *rows);
-            float *back = malloc((size_t)slots * D * sizeof *back);
+            uint8_t *buffer = smla_test_alloc(bytes);
+            uint8_t *covered = smla_test_zalloc(bytes);
+            float *rows = smla_test_alloc((size_t)slots * D * sizeof *rows);
+            float *back = smla_test_alloc((size_t)slots * D * sizeof *back);
             uint8_t alone[1152];
             memset(buffer, SENTINEL, bytes);
             random_rows(rng, rows, slots);

@@ -270,9 +270,9 @@ static void test_random_batches(smla_context *ctx, uint64_t seed)
     smla_plan *plan = make_plan(ctx, MAX_TOKENS, MAX_REQUESTS);
     smla_plan_view first;
     CHECK_STATUS(smla_plan_get_view(plan, &first), SMLA_OK);
-    int32_t *queries = malloc(MAX_REQUESTS * sizeof *queries);
-    int32_t *prefixes = malloc(MAX_REQUESTS * sizeof *prefixes);
-    int32_t *seq_lens = malloc(MAX_REQUESTS * sizeof *seq_lens);
+    int32_t *queries = smla_test_alloc(MAX_REQUESTS * sizeof *queries);
+    int32_t *prefixes = smla_test_alloc(MAX_REQUESTS * sizeof *prefixes);
+    int32_t *seq_lens = smla_test_alloc(MAX_REQUESTS * sizeof *seq_lens);
     for (int iter = 0; iter < BATCHES && !smla_test_failures; iter++) {
         int32_t r = (int32_t)smla_rng_range(&rng, 0, smla_rng_uniform(&rng) < 0.5 ? 8 : MAX_REQUESTS);
         int32_t threshold = (int32_t)smla_rng_range(&rng, 0, 4);
@@ -284,7 +284,7 @@ static void test_random_batches(smla_context *ctx, uint64_t seed)
                                                 : random_query_len(&rng, t + 1);
             prefixes[i] = (int32_t)smla_rng_range(&rng, 0, smla_rng_uniform(&rng) < 0.3 ? 0 : 200000);
         }
-        int32_t *qsl = malloc(((size_t)r + 1) * sizeof *qsl);
+        int32_t *qsl = smla_test_alloc(((size_t)r + 1) * sizeof *qsl);
         test_batch b = batch_of(r, queries, prefixes, qsl, 0, seq_lens);
         b.threshold = threshold;
         b.dtype = smla_rng_uniform(&rng) < 0.5 ? SMLA_DTYPE_BF16 : SMLA_DTYPE_FP8_E4M3;

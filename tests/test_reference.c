@@ -49,16 +49,6 @@ static void *guarded_alloc(size_t bytes, guarded *g)
     return base + (pages + 1) * page - bytes;
 }
 
-static void *xmalloc(size_t bytes)
-{
-    void *p = malloc(bytes ? bytes : 1);
-    if (!p) {
-        fprintf(stderr, "out of memory\n");
-        exit(1);
-    }
-    return p;
-}
-
 /* ------------------------------------------------------------------ fixtures */
 
 /* A pool behind guard pages, and every row decoded (the truth the oracle reads). */
@@ -85,13 +75,13 @@ static void pool_make(pool_data *pd, smla_rng *rng, smla_kv_format format, int64
         pd->pool.block_stride = block_stride;
     pd->pool.data = guarded_alloc((size_t)(num_blocks * pd->pool.block_stride), &pd->mem);
     const int64_t n = num_blocks * block_size;
-    float *values = xmalloc(sizeof(float) * (size_t)(n * D));
+    float *values = smla_test_alloc(sizeof(float) * (size_t)(n * D));
     for (int64_t i = 0; i < n * D; i++) {
         const double tile_scale = ldexp(1.0, (int)((i / 64 * 7919) % 7) - 3);
         values[i] = rows ? rows[i] : (float)(smla_rng_normal(rng) * tile_scale);
     }
     CHECK_STATUS(smla_kv_pack(&pd->pool, values), SMLA_OK);
-    pd->decoded = xmalloc(sizeof(float) * (size_t)(n * D));
+    pd->decoded = smla_test_alloc(sizeof(float) * (size_t)(n * D));
     CHECK_STATUS(smla_kv_unpack(&pd->pool, pd->decoded), SMLA_OK);
     free(values);
 }
@@ -133,10 +123,10 @@ static void outputs_make(smla_problem *p, uint16_t **out, float **lse)
 {
     const size_t out_elems = (size_t)(p->num_tokens * p->out_token_stride);
     const size_t lse_elems = (size_t)(p->num_tokens * p->lse_token_stride);
-    *out = xmalloc(sizeof(uint16_t) * out_elems);
+    *out = smla_test_alloc(sizeof(uint16_t) * out_elems);
     for (size_t i = 0; i < out_elems; i++)
         (*out)[i] = OUT_POISON;
-    *lse = xmalloc(sizeof(float) * lse_elems);
+    *lse = smla_test_alloc(sizeof(float) * lse_elems);
     const uint32_t poison = LSE_POISON;
     for (size_t i = 0; i < lse_elems; i++)
         memcpy(&(*lse)[i], &poison, sizeof poison);
@@ -168,7 +158,7 @@ static void make_queries(fixture *f, smla_rng *rng, smla_dtype dtype)
     p->q_dtype = dtype;
     p->q_token_stride = (int64_t)p->num_heads * D + 64 * smla_rng_range(rng, 0, 1);
     const int64_t n = p->num_tokens * p->q_token_stride;
-    f->q = xmalloc((size_t)n * smla_dtype_size(dtype));
+    f->q = smla_test_alloc((size_t)n * smla_dtype_size(dtype));
     for (int64_t i = 0; i < n; i++) {
         const double x = smla_rng_normal(rng);
         if (dtype == SMLA_DTYPE_BF16)
@@ -200,7 +190,7 @@ static void make_index_set(fixture *f, smla_rng *rng, int i, smla_kv_format form
     set->width = width;
     set->row_stride = width + smla_rng_range(rng, 0, 3);
     const int64_t T = f->p.num_tokens;
-    f->indices[i] = xmalloc(sizeof(int32_t) * (size_t)(T * set->row_stride));
+    f->indices[i] = smla_test_alloc(sizeof(int32_t) * (size_t)(T * set->row_stride));
     for (int64_t t = 0; t < T; t++) {
         int32_t *row = f->indices[i] + t * set->row_stride;
         for (int64_t j = 0; j < set->row_stride; j++) {
@@ -217,7 +207,7 @@ static void make_index_set(fixture *f, smla_rng *rng, int i, smla_kv_format form
     if (!lens)
         return;
     set->lens_stride = smla_rng_range(rng, 1, 2);
-    f->lens[i] = xmalloc(sizeof(int32_t) * (size_t)(T * set->lens_stride));
+    f->lens[i] = smla_test_alloc(sizeof(int32_t) * (size_t)(T * set->lens_stride));
     for (int64_t t = 0; t < T; t++) {
         const double u = smla_rng_uniform(rng);
         f->lens[i][t * set->lens_stride] =
@@ -234,8 +224,8 @@ static void make_index_set(fixture *f, smla_rng *rng, int i, smla_kv_format form
 static void make_part(fixture *f, smla_rng *rng, int i, int64_t offset, int64_t n)
 {
     const int32_t num_seqs = (int32_t)smla_rng_range(rng, 1, 4);
-    f->cu[i] = xmalloc(sizeof(int32_t) * (size_t)(num_seqs + 1));
-    f->seq_lens[i] = xmalloc(sizeof(int32_t) * (size_t)num_seqs);
+    f->cu[i] = smla_test_alloc(sizeof(int32_t) * (size_t)(num_seqs + 1));
+    f->seq_lens[i] = smla_test_alloc(sizeof(int32_t) * (size_t)num_seqs);
     f->cu[i][0] = (int32_t)smla_rng_range(rng, 0, n > 0 ? 1 : 0);
     for (int32_t b = 0; b < num_seqs; b++) {
         const int64_t left = n - f->cu[i][b];
@@ -274,7 +264,7 @@ static void fixture_make(fixture *f, smla_rng *rng, const spec *s)
         make_part(f, rng, 1, split, smla_rng_range(rng, 0, s->tokens - split));
     }
     if (s->sinks) {
-        f->sinks = xmalloc(sizeof(float) * (size_t)s->heads);
+        f->sinks = smla_test_alloc(sizeof(float) * (size_t)s->heads);
         for (int32_t h = 0; h < s->heads; h++) {
             const double u = smla_rng_uniform(rng);
             f->sinks[h] = u < 0.15 ? -INFINITY : u < 0.3 ? INFINITY : (float)(2 * smla_rng_normal(rng));
@@ -411,8 +401,8 @@ static uint32_t lse_bits(const float *lse)
 static void check_against_oracle(const smla_problem *p, const float *const decoded[2],
                                  const char *label)
 {
-    double *out = xmalloc(sizeof(double) * (size_t)p->num_heads * D);
-    double *lse = xmalloc(sizeof(double) * (size_t)p->num_heads);
+    double *out = smla_test_alloc(sizeof(double) * (size_t)p->num_heads * D);
+    double *lse = smla_test_alloc(sizeof(double) * (size_t)p->num_heads);
     int reported = 0;
     for (int64_t t = 0; t < p->num_tokens; t++) {
         const uint16_t *got = p->out + t * p->out_token_stride;
@@ -895,8 +885,8 @@ static void test_scales_and_fp8(smla_rng *rng)
     fixture_make(&f, rng, &s);
     CHECK_STATUS(smla_ref_attention(g_ctx, &f.p), SMLA_OK);
     const int64_t n = f.p.num_tokens * f.p.q_token_stride;
-    uint16_t *q_bf16 = xmalloc(sizeof(uint16_t) * (size_t)n);
-    uint16_t *q_double = xmalloc(sizeof(uint16_t) * (size_t)n);
+    uint16_t *q_bf16 = smla_test_alloc(sizeof(uint16_t) * (size_t)n);
+    uint16_t *q_double = smla_test_alloc(sizeof(uint16_t) * (size_t)n);
     for (int64_t i = 0; i < n; i++) {
         const float x = smla_e4m3_to_float(((const uint8_t *)f.q)[i]);
         q_bf16[i] = smla_float_to_bf16(x);

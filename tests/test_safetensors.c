@@ -37,7 +37,7 @@ static void random_file_make(random_file *f, smla_rng *rng, int allow_empty)
         for (int d = 0; d < t->ndim; d++)
             t->shape[d] = smla_rng_range(rng, allow_empty ? 0 : 1, 5);
         CHECK(smla_st_tensor_bytes(t->dtype, t->ndim, t->shape, &t->nbytes));
-        unsigned char *data = malloc(t->nbytes + 1);
+        unsigned char *data = smla_test_alloc(t->nbytes + 1);
         for (size_t b = 0; b < t->nbytes; b++)
             data[b] = (unsigned char)smla_rng_next(rng);
         t->data = data;
@@ -136,7 +136,7 @@ static unsigned char *raw_file(const char *header, size_t data_bytes, size_t *si
 {
     size_t n = strlen(header);
     *size = 8 + n + data_bytes;
-    unsigned char *bytes = calloc(*size, 1);
+    unsigned char *bytes = smla_test_zalloc(*size);
     for (int i = 0; i < 8; i++)
         bytes[i] = (unsigned char)((uint64_t)n >> (8 * i));
     memcpy(bytes + 8, header, n);
@@ -287,7 +287,7 @@ static void test_truncation_and_corruption(smla_rng *rng)
                                     &bytes, &size, NULL),
                      SMLA_OK);
         for (size_t cut = 0; cut < size; cut++) {
-            unsigned char *prefix = malloc(cut ? cut : 1); /* exact size: ASan sees overreads */
+            unsigned char *prefix = smla_test_alloc(cut); /* exact size: ASan sees overreads */
             memcpy(prefix, bytes, cut);
             smla_st_file file;
             smla_status st = smla_st_parse(prefix, cut, &file, NULL);
@@ -298,7 +298,7 @@ static void test_truncation_and_corruption(smla_rng *rng)
             smla_st_file_free(&file);
             free(prefix);
         }
-        unsigned char *copy = malloc(size);
+        unsigned char *copy = smla_test_alloc(size);
         for (int k = 0; k < 300; k++) {
             memcpy(copy, bytes, size);
             int flips = (int)smla_rng_range(rng, 1, 4);

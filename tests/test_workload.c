@@ -27,8 +27,8 @@ typedef struct slot_map {
 static void slot_map_make(slot_map *m, int64_t rows)
 {
     m->rows = rows;
-    m->request = malloc((size_t)rows * sizeof *m->request);
-    m->row = malloc((size_t)rows * sizeof *m->row);
+    m->request = smla_test_alloc((size_t)rows * sizeof *m->request);
+    m->row = smla_test_alloc((size_t)rows * sizeof *m->row);
     for (int64_t i = 0; i < rows; i++)
         m->request[i] = -1;
 }
@@ -58,8 +58,8 @@ static int slot_map_note(slot_map *m, int32_t slot, int32_t r, int64_t row)
 static void check_paging(const slot_map *m, int32_t block_size, const char *pool)
 {
     int bad = 0;
-    int64_t *page_of = malloc(sizeof(int64_t) * (size_t)(m->rows / block_size + 1));
-    int32_t *owner = malloc(sizeof(int32_t) * (size_t)(m->rows / block_size + 1));
+    int64_t *page_of = smla_test_alloc(sizeof(int64_t) * (size_t)(m->rows / block_size + 1));
+    int32_t *owner = smla_test_alloc(sizeof(int32_t) * (size_t)(m->rows / block_size + 1));
     for (int64_t b = 0; b <= m->rows / block_size; b++)
         owner[b] = -1;
     for (int64_t s = 0; s < m->rows; s++) {
@@ -115,7 +115,7 @@ static void check_engine(const smla_engine_spec *s, const smla_workload *w)
             max_entries = (s->requests[r].prefix_len + s->requests[r].query_len) /
                           s->compress_ratio;
     const int one_page = s->topk > 0 && max_entries <= s->extra_block_size;
-    unsigned char *seen = calloc((size_t)extra.rows, 1);
+    unsigned char *seen = smla_test_zalloc((size_t)extra.rows);
     CHECK(cu[0] == 0);
     for (int32_t r = 0; r < s->num_requests; r++) {
         const int32_t q = s->requests[r].query_len, prefix = s->requests[r].prefix_len;
@@ -228,7 +228,7 @@ static void check_runs(smla_workload *w)
     CHECK_STATUS(smla_attention(g_ctx, &args), SMLA_OK);
     const size_t out_bytes = (size_t)w->num_tokens * (size_t)args.q.shape[1] * SMLA_HEAD_DIM * 2;
     const size_t lse_bytes = (size_t)w->num_tokens * (size_t)args.q.shape[1] * sizeof(float);
-    void *out = malloc(out_bytes), *lse = malloc(lse_bytes);
+    void *out = smla_test_alloc(out_bytes), *lse = smla_test_alloc(lse_bytes);
     smla_plan_capacity capacity = {w->num_tokens, w->num_requests, 0};
     smla_plan *plan = NULL;
     CHECK_STATUS(smla_plan_create(g_ctx, &capacity, SMLA_MEMORY_HOST, &plan), SMLA_OK);
@@ -334,7 +334,7 @@ static void test_random_rows(smla_rng *rng)
     CHECK_STATUS(smla_workload_random_rows(&s, &w, NULL), SMLA_OK);
     const int32_t *idx = w.args.swa_indices.data;
     int64_t valid = 0, bad = 0;
-    unsigned char *seen = malloc((size_t)s.pool_rows);
+    unsigned char *seen = smla_test_alloc((size_t)s.pool_rows);
     for (int32_t t = 0; t < s.tokens; t++) {
         memset(seen, 0, (size_t)s.pool_rows);
         for (int32_t j = 0; j < s.entries; j++) {

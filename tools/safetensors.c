@@ -276,20 +276,20 @@ static smla_status parse_json(const unsigned char *text, size_t length, cJSON **
     memcpy(copy, text, length);
     const char *end = NULL;
     *root = cJSON_ParseWithOpts(copy, &end, 0);
-    smla_status st = SMLA_OK;
     if (!*root) {
-        st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                            "header is not valid JSON (error near header byte %td)",
-                            end ? end - copy : (ptrdiff_t)0);
-    } else {
-        for (const char *p = end; p < copy + length && st == SMLA_OK; p++)
-            if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
-                st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
-                                    "header has bytes after its JSON object (header byte %td)",
-                                    p - copy);
-        if (st == SMLA_OK && !cJSON_IsObject(*root))
-            st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, "header is not a JSON object");
+        const ptrdiff_t at = end ? end - copy : 0;
+        free(copy);
+        return smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
+                              "header is not valid JSON (error near header byte %td)", at);
     }
+    smla_status st = SMLA_OK;
+    for (const char *p = end; p < copy + length && st == SMLA_OK; p++)
+        if (*p != ' ' && *p != '\t' && *p != '\n' && *p != '\r')
+            st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT,
+                                "header has bytes after its JSON object (header byte %td)",
+                                p - copy);
+    if (st == SMLA_OK && !cJSON_IsObject(*root))
+        st = smla_tool_fail(error, SMLA_ERR_FILE_FORMAT, "header is not a JSON object");
     free(copy);
     return st;
 }
@@ -304,10 +304,13 @@ static smla_status parse_entries(const cJSON *root, const unsigned char *data,
     file->tensors = calloc(count ? count : 1, sizeof *file->tensors);
     span *spans = calloc(count ? count : 1, sizeof *spans);
     const char **names = calloc(count ? count : 1, sizeof *names);
+    if (!file->tensors || !spans || !names) {
+        free(spans);
+        free(names);
+        return smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu tensors",
+                              count);
+    }
     smla_status st = SMLA_OK;
-    if (!file->tensors || !spans || !names)
-        st = smla_tool_fail(error, SMLA_ERR_OUT_OF_MEMORY, "out of memory for %zu tensors",
-                            count);
     size_t num_names = 0, num_spans = 0;
     const cJSON *metadata = NULL;
     for (const cJSON *e = root->child; e && st == SMLA_OK; e = e->next) {

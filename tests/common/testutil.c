@@ -6,6 +6,18 @@
 
 int smla_test_failures = 0;
 
+static void *checked(void *p, size_t bytes)
+{
+    if (!p) {
+        fprintf(stderr, "out of memory (%zu bytes)\n", bytes);
+        exit(1);
+    }
+    return p;
+}
+
+void *smla_test_alloc(size_t bytes) { return checked(malloc(bytes ? bytes : 1), bytes); }
+void *smla_test_zalloc(size_t bytes) { return checked(calloc(bytes ? bytes : 1, 1), bytes); }
+
 int smla_test_finish(const char *name)
 {
     if (smla_test_failures) {

@@ -41,6 +41,11 @@ extern int smla_test_failures;
         }                                                                              \
     } while (0)
 
+/* malloc / calloc of exactly `bytes` (1 for 0, so that ASan still sees overreads of
+ * sized buffers); out of memory ends the test with a message instead of a crash. */
+void *smla_test_alloc(size_t bytes);
+void *smla_test_zalloc(size_t bytes);
+
 /* Ends a test: prints the verdict, returns the process exit code. */
 int smla_test_finish(const char *name);
 
