@@ -60,16 +60,6 @@ typedef struct gpu_case {
     outputs first, got;
 } gpu_case;
 
-static void *host_alloc(size_t bytes)
-{
-    void *p = malloc(bytes);
-    if (!p) {
-        fprintf(stderr, "out of host memory\nFAIL\n");
-        exit(1);
-    }
-    return p;
-}
-
 static void case_make(gpu_case *c, const config *cfg, const smla_test_pools *pools,
                       smla_rng *rng)
 {
@@ -91,10 +81,10 @@ static void case_make(gpu_case *c, const config *cfg, const smla_test_pools *poo
         fprintf(stderr, "plan: %s\nFAIL\n", smla_context_last_error(ctx));
         exit(1);
     }
-    c->first.out = host_alloc(c->dev.out_bytes);
-    c->first.lse = host_alloc(c->dev.lse_bytes);
-    c->got.out = host_alloc(c->dev.out_bytes);
-    c->got.lse = host_alloc(c->dev.lse_bytes);
+    c->first.out = smla_test_alloc(c->dev.out_bytes);
+    c->first.lse = smla_test_alloc(c->dev.lse_bytes);
+    c->got.out = smla_test_alloc(c->dev.out_bytes);
+    c->got.lse = smla_test_alloc(c->dev.lse_bytes);
 }
 
 static void case_free(gpu_case *c)
@@ -192,7 +182,7 @@ static void test_reorder(gpu_case *c, const config *cfg, int mode, smla_rng *rng
 {
     const size_t H = (size_t)cfg->heads, row = H * SMLA_HEAD_DIM;
     const int32_t T = c->batch.num_tokens;
-    int32_t *map = host_alloc((size_t)T * sizeof *map);
+    int32_t *map = smla_test_alloc((size_t)T * sizeof *map);
     run(c, modes[mode], SMLA_SEGMENT_CAP_DEFAULT, &c->first);
     smla_test_batch original = c->batch;
     int differ = 0;
